@@ -1,0 +1,330 @@
+"""Attribute values: kept as written, decoded on first use.
+
+The grammar reads each `, name=value` as one token. Most values are never looked at, so an
+instruction keeps the raw tokens and splits them into a name → text mapping only when asked;
+decoders, chosen by attribute name as XLA's parser chooses them, turn a value's text into data
+and cache the result. An attribute hloscope has no decoder for is still kept as its text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(' + _STRING + r"|\{[^{}]*\}|[^\s,}]+)")
+_INT = re.compile(r"-?\d+")
+
+
+def unquote(text: str) -> str:
+    """The content of an HLO string literal (C escapes resolved)."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        body = text[1:-1]
+        if "\\" not in body:
+            return body
+        try:
+            return json.loads('"' + body.replace("\\'", "'") + '"')
+        except ValueError:
+            return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return text
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside brackets and strings."""
+    parts, depth, start, quote = [], 0, 0, ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "{[(":
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+        elif c == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _strip_braces(text: str) -> str:
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        return text[1:-1]
+    return text
+
+
+# ─── decoders ──────────────────────────────────────────────────────────────────────────
+
+
+def decode_int_list(text: str) -> tuple[int, ...]:
+    """`{1,0}` → (1, 0)."""
+    return tuple(int(x) for x in _INT.findall(text))
+
+
+def decode_int(text: str) -> int:
+    return int(text.strip())
+
+
+def decode_bool(text: str) -> bool:
+    return text.strip() in ("true", "{true}")
+
+
+def decode_names(text: str) -> tuple[str, ...]:
+    """`%add` or `{%a, %b}` → ('add',) / ('a', 'b'): computation or instruction names."""
+    return tuple(p.lstrip("%") for p in split_top_level(_strip_braces(text)))
+
+
+def decode_key_values(text: str) -> dict[str, Any]:
+    """`{op_type="dot" op_name="jit(f)/dot" source_line=12}` → dict; strings unquoted,
+    integers as int, everything else as its text."""
+    out: dict[str, Any] = {}
+    for key, value in _KEY_VALUE.findall(_strip_braces(text)):
+        if value.startswith('"'):
+            out[key] = unquote(value)
+        elif _INT.fullmatch(value):
+            out[key] = int(value)
+        else:
+            out[key] = value
+    return out
+
+
+def decode_json(text: str) -> Any:
+    """`backend_config`: JSON, written either bare (`{"a":1}`) or as a quoted string."""
+    text = text.strip()
+    if text.startswith(("'", '"')):
+        text = unquote(text)
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def decode_pairs(text: str) -> tuple[tuple[int, int], ...]:
+    """`source_target_pairs={{0,1},{1,2}}` → ((0, 1), (1, 2))."""
+    return tuple(tuple(decode_int_list(p)) for p in split_top_level(_strip_braces(text)))  # type: ignore[misc]
+
+
+@dataclass(frozen=True, slots=True)
+class OperandAlias:
+    """One `output_to_operand_aliasing` entry: output `{index}` shares operand N's `{index}`."""
+
+    output_index: tuple[int, ...]
+    operand: int
+    operand_index: tuple[int, ...]
+
+
+def decode_output_to_operand_aliasing(text: str) -> tuple[OperandAlias, ...]:
+    """`{{0}: (1, {}), {1}: (0, {2})}`."""
+    out = []
+    for m in re.finditer(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", text):
+        out.append(OperandAlias(decode_int_list(m.group(1)), int(m.group(2)), decode_int_list(m.group(3))))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """Replica groups in any of XLA's three printed forms.
+
+    - explicit: `{{0,1},{2,3}}`; `{}` means one group of every participant;
+    - iota: `[4,2]<=[2,4]T(1,0)`: reshape(transpose(reshape(iota, [2,4]), (1,0)), [4,2]);
+    - named mesh: `mesh['x'=4,'y'=2] {'x'}`: groups along the listed axes of a row-major mesh.
+    """
+
+    form: str
+    """`explicit`, `iota`, `mesh` or `empty`."""
+    text: str
+    groups: tuple[tuple[int, ...], ...] | None
+    """Device or replica ids per group; None for `{}` (all participants, count unknown here)."""
+
+    @property
+    def num_groups(self) -> int | None:
+        return None if self.groups is None else len(self.groups)
+
+    @property
+    def group_size(self) -> int | None:
+        if self.groups is None:
+            return None
+        sizes = {len(g) for g in self.groups}
+        return sizes.pop() if len(sizes) == 1 else max(sizes)
+
+    def to_dict(self) -> dict:
+        return {
+            "form": self.form,
+            "num_groups": self.num_groups,
+            "group_size": self.group_size,
+        }
+
+
+_IOTA = re.compile(r"\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\](?:\s*T\(([\d,\s]*)\))?")
+_MESH = re.compile(r"mesh\s*\[(.*?)\]\s*(?:\{(.*?)\})?", re.S)
+
+
+def _iota_groups(shape: tuple[int, ...], reshape: tuple[int, ...], perm: tuple[int, ...]):
+    total = 1
+    for d in reshape:
+        total *= d
+    # Element at multi-index i of the transposed array is the iota value at the permuted index.
+    strides = [1] * len(reshape)
+    for k in range(len(reshape) - 2, -1, -1):
+        strides[k] = strides[k + 1] * reshape[k + 1]
+    tdims = [reshape[p] for p in perm]
+    flat = []
+    for idx in itertools.product(*(range(d) for d in tdims)):
+        flat.append(sum(idx[j] * strides[perm[j]] for j in range(len(perm))))
+    size = shape[-1] if shape else total
+    return tuple(tuple(flat[i : i + size]) for i in range(0, len(flat), size))
+
+
+def decode_replica_groups(text: str) -> ReplicaGroups:
+    text = text.strip()
+    m = _IOTA.fullmatch(text)
+    if m:
+        shape = decode_int_list(m.group(1))
+        reshape = decode_int_list(m.group(2))
+        perm = decode_int_list(m.group(3)) if m.group(3) else tuple(range(len(reshape)))
+        return ReplicaGroups("iota", text, _iota_groups(shape, reshape, perm))
+    m = _MESH.match(text)
+    if m:
+        axes = [(unquote(k), int(v)) for k, v in re.findall(r"('[^']*'|\"[^\"]*\"|\w+)\s*=\s*(\d+)", m.group(1))]
+        chosen = [unquote(a) for a in re.findall(r"'[^']*'|\"[^\"]*\"|\w+", m.group(2) or "")]
+        names = [a for a, _ in axes]
+        sizes = [s for _, s in axes]
+        strides = [1] * len(sizes)
+        for k in range(len(sizes) - 2, -1, -1):
+            strides[k] = strides[k + 1] * sizes[k + 1]
+        inner = [names.index(a) for a in chosen if a in names]
+        outer = [k for k in range(len(sizes)) if k not in inner]
+        groups = []
+        for o in itertools.product(*(range(sizes[k]) for k in outer)):
+            base = sum(i * strides[k] for i, k in zip(o, outer))
+            groups.append(
+                tuple(base + sum(i * strides[k] for i, k in zip(g, inner))
+                      for g in itertools.product(*(range(sizes[k]) for k in inner)))
+            )
+        return ReplicaGroups("mesh", text, tuple(groups))
+    inner = _strip_braces(text)
+    if not inner.strip():
+        return ReplicaGroups("empty", text, None)
+    groups = tuple(decode_int_list(g) for g in split_top_level(inner))
+    return ReplicaGroups("explicit", text, groups)
+
+
+COMPUTATION_ATTRIBUTES = (
+    "to_apply",
+    "calls",
+    "body",
+    "condition",
+    "true_computation",
+    "false_computation",
+    "branch_computations",
+    "called_computations",
+    "select",
+    "scatter",
+)
+"""Attributes whose value names computations this instruction calls, in XLA's order."""
+
+DECODERS: dict[str, Callable[[str], Any]] = {
+    **{name: decode_names for name in COMPUTATION_ATTRIBUTES},
+    "control-predecessors": decode_names,
+    "dimensions": decode_int_list,
+    "slice_sizes": decode_int_list,
+    "dynamic_slice_sizes": decode_int_list,
+    "lhs_contracting_dims": decode_int_list,
+    "rhs_contracting_dims": decode_int_list,
+    "lhs_batch_dims": decode_int_list,
+    "rhs_batch_dims": decode_int_list,
+    "fft_length": decode_int_list,
+    "channel_id": decode_int,
+    "index": decode_int,
+    "iota_dimension": decode_int,
+    "feature_index": decode_int,
+    "feature_group_count": decode_int,
+    "batch_group_count": decode_int,
+    "k": decode_int,
+    "use_global_device_ids": decode_bool,
+    "constrain_layout": decode_bool,
+    "is_host_transfer": decode_bool,
+    "custom_call_has_side_effect": decode_bool,
+    "indices_are_sorted": decode_bool,
+    "unique_indices": decode_bool,
+    "is_stable": decode_bool,
+    "metadata": decode_key_values,
+    "frontend_attributes": decode_key_values,
+    "statistics": decode_key_values,
+    "backend_config": decode_json,
+    "replica_groups": decode_replica_groups,
+    "source_target_pairs": decode_pairs,
+    "output_to_operand_aliasing": decode_output_to_operand_aliasing,
+    "custom_call_target": unquote,
+    "execution_thread": unquote,
+    "async_execution_thread": unquote,
+}
+"""One decoder per attribute name; attributes absent here stay text."""
+
+
+class Attributes(Mapping[str, str]):
+    """An instruction's (or module's, or computation's) attributes, in text order.
+
+    As a mapping it gives each value's text; `decoded(name)` gives the value as data.
+    """
+
+    __slots__ = ("_tokens", "_raw", "_decoded")
+
+    def __init__(self, tokens: list[str] | tuple[str, ...] = ()):
+        self._tokens = tokens
+        self._raw: dict[str, str] | None = None
+        self._decoded: dict[str, Any] | None = None
+
+    @property
+    def raw(self) -> dict[str, str]:
+        raw = self._raw
+        if raw is None:
+            raw = {}
+            for token in self._tokens:
+                name, _, value = token.lstrip(", \t\r\n").partition("=")
+                raw[name] = value.strip()
+            self._raw = raw
+            self._tokens = ()
+        return raw
+
+    def __getitem__(self, name: str) -> str:
+        return self.raw[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw) if self._raw is not None else len(self._tokens)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.raw
+
+    def decoded(self, name: str, default: Any = None) -> Any:
+        """The value of `name` decoded as XLA reads it, or `default` when absent."""
+        raw = self.raw.get(name)
+        if raw is None:
+            return default
+        cache = self._decoded
+        if cache is None:
+            cache = self._decoded = {}
+        if name not in cache:
+            decoder = DECODERS.get(name)
+            cache[name] = decoder(raw) if decoder else raw
+        return cache[name]
+
+    def __repr__(self) -> str:
+        return f"Attributes({self.raw!r})"

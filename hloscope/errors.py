@@ -1,0 +1,44 @@
+"""Errors hloscope reports to people, with the place in their file."""
+
+from __future__ import annotations
+
+
+class HloscopeError(Exception):
+    """Base of the errors hloscope reports as bad input (exit code 2)."""
+
+
+class HloSyntaxError(HloscopeError):
+    """The text is not HLO that XLA's parser would accept.
+
+    `str()` gives `FILE:LINE:COL: error: MESSAGE`, the source line and a caret, the form of
+    XLA's parser and of compilers generally.
+    """
+
+    def __init__(self, message: str, line: int, column: int, source_line: str = "", filename: str = "<string>"):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source_line = source_line
+        self.filename = filename
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        head = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
+        if not self.source_line:
+            return head
+        shown = self.source_line.rstrip("\n").expandtabs(1)
+        if len(shown) > 200:
+            # Keep the caret's neighbourhood of very long lines (metadata can run to kilobytes).
+            start = max(0, self.column - 100)
+            shown = ("…" if start else "") + shown[start : start + 200]
+            caret_at = self.column - start - (0 if start == 0 else -1)
+        else:
+            caret_at = self.column
+        return f"{head}\n{shown}\n{' ' * max(0, caret_at - 1)}^"
+
+    def with_filename(self, filename: str) -> "HloSyntaxError":
+        return HloSyntaxError(self.message, self.line, self.column, self.source_line, filename)
+
+
+class NotScheduledError(HloscopeError):
+    """An analysis needs the scheduled module (`is_scheduled=true`), and this one is not."""
