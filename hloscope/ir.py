@@ -258,6 +258,11 @@ class Module:
 
         return analyze_collectives(self)
 
+    def memory(self):
+        from .memory import analyze_memory
+
+        return analyze_memory(self)
+
     def stats(self):
         from .stats import module_stats
 

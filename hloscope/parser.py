@@ -105,7 +105,7 @@ class _Builder(Transformer):
         if isinstance(item, Shape):
             return item
         try:
-            return parse_array_shape(item)
+            return parse_array_shape(str(item))
         except ShapeError as e:
             raise HloSyntaxError(str(e), item.line, item.column) from None
 

@@ -1,0 +1,89 @@
+"""The `hloscope` command line: a thin layer over the library.
+
+Each command lives in its own module under `hloscope.commands` and is imported only when
+it runs, so `hloscope stats` never pays for the imports of `hloscope memory`.
+
+Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 internal error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from . import __version__
+
+# name → "module:attribute" of the click command.
+COMMANDS: dict[str, str] = {
+    "stats": "hloscope.commands.stats:stats",
+    "export": "hloscope.commands.export:export",
+    "count-collectives": "hloscope.commands.collectives:count_collectives",
+    "check": "hloscope.commands.check:check",
+    "memory": "hloscope.commands.memory:memory",
+}
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return [name for name in COMMANDS if self._available(name)]
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        module = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module) is not None
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None or not self._available(name):
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hloscope")
+def cli():
+    """Memory and collective analysis of XLA's compiled HLO text.
+
+    FILE is HLO text as XLA prints it (`compiled.as_text()`, or an `*after_optimizations*.txt`
+    of `--xla_dump_to`), plain or gzipped. Sizes are bytes per device.
+    """
+
+
+def main(argv=None) -> None:
+    """Console entry point: map hloscope's errors to exit codes, never show a traceback."""
+    from .errors import HloscopeError
+
+    try:
+        rv = cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except click.exceptions.ClickException as e:
+        e.show()
+        sys.exit(EXIT_BAD_INPUT if e.exit_code in (1, 2) else e.exit_code)
+    except HloscopeError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except OSError as e:
+        click.echo(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # a bug in hloscope: say so, briefly
+        click.echo(f"hloscope: internal error: {type(e).__name__}: {e}", err=True)
+        click.echo("Please report this with the input file; set HLOSCOPE_DEBUG=1 for a traceback.", err=True)
+        import os
+
+        if os.environ.get("HLOSCOPE_DEBUG"):
+            raise
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+if __name__ == "__main__":
+    main()
