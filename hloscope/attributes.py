@@ -169,8 +169,50 @@ class ReplicaGroups:
         }
 
 
+def _mesh_groups(text: str) -> tuple[tuple[int, ...], ...]:
+    """Groups of a named mesh: devices that differ only along the listed axes.
+
+    `mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x'}`: the mesh is row-major over its axes;
+    `device_ids` (iota form or an explicit list) says which device sits at each mesh position,
+    the identity when absent.
+    """
+    axes_text, _, rest = text.partition("]")
+    axes = [(unquote(k), int(v)) for k, v in re.findall(r"('[^']*'|\"[^\"]*\"|\w+)\s*=\s*(\d+)", axes_text)]
+    chosen_text = rest[rest.rfind("{"):] if "{" in rest else ""
+    chosen = [unquote(a) for a in re.findall(r"'[^']*'|\"[^\"]*\"|\w+", chosen_text)]
+    names = [a for a, _ in axes]
+    sizes = [n for _, n in axes]
+    total = 1
+    for n in sizes:
+        total *= n
+    devices: tuple[int, ...] = tuple(range(total))
+    ids = re.search(r"device_ids\s*=\s*\((.*?)\)\s*(?:\{|\Z)", rest, re.S)
+    if ids:
+        spec = ids.group(1)
+        im = re.fullmatch(r"\s*\[([\d,\s]*)\]\s*(?:T\(([\d,\s]*)\))?\s*", spec)
+        if im:
+            reshape = decode_int_list(im.group(1))
+            perm = decode_int_list(im.group(2)) if im.group(2) else tuple(range(len(reshape)))
+            devices = tuple(d for g in _iota_groups((total,), reshape, perm) for d in g)
+        else:
+            devices = decode_int_list(spec)
+    strides = [1] * len(sizes)
+    for k in range(len(sizes) - 2, -1, -1):
+        strides[k] = strides[k + 1] * sizes[k + 1]
+    inner = [names.index(a) for a in chosen if a in names]
+    outer = [k for k in range(len(sizes)) if k not in inner]
+    groups = []
+    for o in itertools.product(*(range(sizes[k]) for k in outer)):
+        base = sum(i * strides[k] for i, k in zip(o, outer))
+        groups.append(
+            tuple(devices[base + sum(i * strides[k] for i, k in zip(g, inner))]
+                  for g in itertools.product(*(range(sizes[k]) for k in inner)))
+        )
+    return tuple(groups)
+
+
 _IOTA = re.compile(r"\[([\d,\s]*)\]\s*<=\s*\[([\d,\s]*)\](?:\s*T\(([\d,\s]*)\))?")
-_MESH = re.compile(r"mesh\s*\[(.*?)\]\s*(?:\{(.*?)\})?", re.S)
+_MESH = re.compile(r"mesh\s*\[")
 
 
 def _iota_groups(shape: tuple[int, ...], reshape: tuple[int, ...], perm: tuple[int, ...]):
@@ -199,23 +241,7 @@ def decode_replica_groups(text: str) -> ReplicaGroups:
         return ReplicaGroups("iota", text, _iota_groups(shape, reshape, perm))
     m = _MESH.match(text)
     if m:
-        axes = [(unquote(k), int(v)) for k, v in re.findall(r"('[^']*'|\"[^\"]*\"|\w+)\s*=\s*(\d+)", m.group(1))]
-        chosen = [unquote(a) for a in re.findall(r"'[^']*'|\"[^\"]*\"|\w+", m.group(2) or "")]
-        names = [a for a, _ in axes]
-        sizes = [s for _, s in axes]
-        strides = [1] * len(sizes)
-        for k in range(len(sizes) - 2, -1, -1):
-            strides[k] = strides[k + 1] * sizes[k + 1]
-        inner = [names.index(a) for a in chosen if a in names]
-        outer = [k for k in range(len(sizes)) if k not in inner]
-        groups = []
-        for o in itertools.product(*(range(sizes[k]) for k in outer)):
-            base = sum(i * strides[k] for i, k in zip(o, outer))
-            groups.append(
-                tuple(base + sum(i * strides[k] for i, k in zip(g, inner))
-                      for g in itertools.product(*(range(sizes[k]) for k in inner)))
-            )
-        return ReplicaGroups("mesh", text, tuple(groups))
+        return ReplicaGroups("mesh", text, _mesh_groups(text))
     inner = _strip_braces(text)
     if not inner.strip():
         return ReplicaGroups("empty", text, None)

@@ -14,7 +14,8 @@ class HloSyntaxError(HloscopeError):
     XLA's parser and of compilers generally.
     """
 
-    def __init__(self, message: str, line: int, column: int, source_line: str = "", filename: str = "<string>"):
+    def __init__(self, message: str, line: int, column: int, source_line: str | None = None,
+                 filename: str = "<string>"):
         self.message = message
         self.line = line
         self.column = column
@@ -24,7 +25,7 @@ class HloSyntaxError(HloscopeError):
 
     def format(self) -> str:
         head = f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
-        if not self.source_line:
+        if self.source_line is None:
             return head
         shown = self.source_line.rstrip("\n").expandtabs(1)
         if len(shown) > 200:

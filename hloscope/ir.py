@@ -37,6 +37,7 @@ class Instruction:
         "parameter_number",
         "users",
         "nested",
+        "pending",
     )
 
     def __init__(self, name: str, opcode: str, shape: Shape, operands: list, attributes: Attributes, line: int = 0):
@@ -52,6 +53,7 @@ class Instruction:
         self.parameter_number: int | None = None
         self.users: list[Instruction] = []
         self.nested = False
+        self.pending = None  # parser's scratch: attributes still to resolve
 
     def __repr__(self) -> str:
         return f"<Instruction {self.name} = {self.shape} {self.opcode}>"
@@ -100,7 +102,7 @@ class Instruction:
             return []
         out = []
         for name in self.called_computation_names:
-            comp = module.computation(name)
+            comp = module.callee(name)
             if comp is not None:
                 out.append(comp)
         return out
@@ -132,7 +134,8 @@ class Instruction:
 class Computation:
     """A computation: its instructions in text order, its root and parameters."""
 
-    __slots__ = ("name", "instructions", "is_entry", "root", "module", "attributes", "line", "_by_name", "signature")
+    __slots__ = ("name", "instructions", "is_entry", "root", "module", "attributes", "line", "_by_name", "signature",
+                 "text_name")
 
     def __init__(self, name: str, instructions: list[Instruction], is_entry: bool, root: Instruction,
                  attributes: Attributes, line: int = 0, signature: Any = None):
@@ -145,6 +148,8 @@ class Computation:
         self.line = line
         self.signature = signature
         self._by_name: dict[str, Instruction] | None = None
+        self.text_name = name
+        """The name other instructions use for it in the text (XLA may rename repeats)."""
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"
@@ -187,7 +192,8 @@ class Computation:
 class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
-    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "source_path")
+    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name",
+                 "source_path")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
                  tables: dict[str, dict[int, str]]):
@@ -198,6 +204,7 @@ class Module:
         self.tables = tables
         self.source_path: str | None = None
         self._by_name = {c.name: c for c in computations}
+        self._by_text_name = {c.text_name: c for c in computations}
         for c in computations:
             c.module = self
 
@@ -205,7 +212,13 @@ class Module:
         return f"<Module {self.name} ({len(self.computations)} computations)>"
 
     def computation(self, name: str) -> Computation | None:
-        return self._by_name.get(name.lstrip("%"))
+        """The computation of this name (as XLA names it, else as the text names it)."""
+        name = name.lstrip("%")
+        return self._by_name.get(name) or self._by_text_name.get(name)
+
+    def callee(self, text_name: str) -> Computation | None:
+        """The computation an attribute's value refers to (by its name in the text)."""
+        return self._by_text_name.get(text_name.lstrip("%"))
 
     def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in text order."""

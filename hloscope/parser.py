@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import lark
 from lark import Token, Transformer
 
 from . import opcodes
-from .attributes import Attributes
+from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
 from .errors import HloSyntaxError
 from .ir import Computation, Instruction, Module
 from .shape import UNKNOWN, Shape, ShapeError, buffer_shape, parse_array_shape, tuple_shape
@@ -38,6 +39,7 @@ def _lark() -> lark.Lark:
         grammar_path().read_text(),
         parser="lalr",
         lexer="contextual",
+        start=["start", "inline_body"],
         transformer=_Builder(),
         maybe_placeholders=False,
     )
@@ -97,6 +99,9 @@ class _Builder(Transformer):
 
     def __init__(self):
         super().__init__(visit_tokens=False)
+        # Computations written inline in an attribute, waiting for the computation that
+        # holds them to be finished (XLA adds them to the module before their holder).
+        self.pending_inline: list[Computation] = []
 
     # shapes
 
@@ -147,6 +152,7 @@ class _Builder(Transformer):
 
     def constant(self, children):
         token, literal = children
+        _check_literal(literal)
         return _Op("constant", [], str(literal).strip(), [], token)
 
     # instructions and computations
@@ -160,11 +166,41 @@ class _Builder(Transformer):
             shape, op, attrs = UNKNOWN, children[1], children[2:]
         else:
             shape, op, attrs = self._shape(children[1]), children[2], children[3:]
+        if attrs:
+            attrs = [self._inline_callees(a) for a in attrs]
         inst = _instruction(name, op.token, shape, op, attrs)
         inst.is_root = is_root
         if op.nested:
             return op.nested + [inst]
         return inst
+
+    def _inline_callees(self, token):
+        """Read a computation written as an attribute's value; the attribute then names it."""
+        if "={" not in token or "=" not in token.partition("={")[2]:
+            return token
+        name, _, value = token.lstrip(", \t\r\n").partition("=")
+        if name not in COMPUTATION_ATTRIBUTES:
+            return token
+        value_start = len(token) - len(value)
+        body = value.lstrip()
+        offset = value_start + len(value) - len(body)
+        held = self.pending_inline
+        self.pending_inline = []
+        try:
+            comps = _lark().parse(body, start="inline_body")
+        except lark.exceptions.UnexpectedInput as e:
+            raise _shift(_syntax_error(e, body), token, offset) from None
+        except lark.exceptions.VisitError as e:
+            if isinstance(e.orig_exc, HloSyntaxError):
+                raise _shift(e.orig_exc, token, offset) from None
+            raise
+        finally:
+            inner, self.pending_inline = self.pending_inline, held
+        if comps.__class__ is not list:
+            comps = [comps]
+        self.pending_inline.extend(inner)
+        self.pending_inline.extend(comps)
+        return f", {name}=%{comps[-1].text_name}"
 
     def parameter(self, children):
         return (str(children[0]).lstrip("%"), self._shape(children[-1]))
@@ -184,16 +220,22 @@ class _Builder(Transformer):
         if i < len(children) and isinstance(children[i], tuple):
             signature = children[i]
             i += 1
-        instructions: list[Instruction] = []
-        attrs = []
-        for c in children[i:]:
-            if c.__class__ is Instruction:
-                instructions.append(c)
-            elif c.__class__ is list:
-                instructions.extend(c)
-            else:
-                attrs.append(str(c))
-        return _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
+        instructions, attrs = _split_body(children[i:])
+        comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
+        return self._with_inline(comp)
+
+    def inline_body(self, children):
+        instructions, _ = _split_body(children)
+        token = Token("NAME", "_", line=1, column=1)
+        comp = _finish_computation(token, instructions, False, Attributes(()), None)
+        comp.text_name = f"_ inline {id(comp)}"  # cannot clash with a name in the text
+        return self._with_inline(comp)
+
+    def _with_inline(self, comp):
+        if not self.pending_inline:
+            return comp
+        comps, self.pending_inline = self.pending_inline + [comp], []
+        return comps
 
     def table_row(self, children):
         return (int(children[0]), str(children[1]))
@@ -206,6 +248,8 @@ class _Builder(Transformer):
         for c in children:
             if c.__class__ is Computation:
                 comps.append(c)
+            elif c.__class__ is list:
+                comps.extend(c)
             else:
                 tables[c[0]] = c[1]
         return (tables, comps)
@@ -213,14 +257,57 @@ class _Builder(Transformer):
     def module(self, children):
         name = str(children[0]).lstrip("%")
         tables, comps = children[-1]
-        return _finish_module(name, Attributes([str(c) for c in children[1:-1]]), comps, tables)
+        return _finish_module(name, [c for c in children[1:-1]], comps, tables)
 
     def headerless(self, children):
         tables, comps = children[0]
-        return [_finish_module(None, Attributes(()), comps, tables)]
+        return [_finish_module(None, [], comps, tables)]
 
     def start(self, children):
         return children
+
+
+def _split_body(children):
+    instructions: list[Instruction] = []
+    attrs = []
+    for c in children:
+        if c.__class__ is Instruction:
+            instructions.append(c)
+        elif c.__class__ is list:
+            instructions.extend(c)
+        else:
+            attrs.append(str(c))
+    return instructions, attrs
+
+
+def _shift(err: HloSyntaxError, token, offset: int) -> HloSyntaxError:
+    """Move an error found inside an attribute's value to its place in the whole text."""
+    prefix = str(token)[:offset]
+    line = token.line + prefix.count("\n")
+    column = (len(prefix) - prefix.rfind("\n")) if "\n" in prefix else token.column + offset
+    if err.line > 1:
+        line, column = line + err.line - 1, err.column
+    else:
+        column += err.column - 1
+    return HloSyntaxError(err.message, line, column)
+
+
+def _check_literal(token) -> None:
+    """Braces in a constant's literal must balance (XLA: "unexpected '}' token")."""
+    text = str(token)
+    if "}" not in text:
+        return
+    depth = 0
+    if text.count("{") == text.count("}") and text.find("}") > text.find("{"):
+        return
+    for k, c in enumerate(text):
+        depth += (c == "{") - (c == "}")
+        if depth < 0:
+            break
+    prefix = text[:k]
+    line = token.line + prefix.count("\n")
+    column = len(prefix) - prefix.rfind("\n") if "\n" in prefix else token.column + k
+    raise HloSyntaxError("unexpected '}' in literal" if depth < 0 else "unbalanced '{' in literal", line, column)
 
 
 def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> Instruction:
@@ -237,6 +324,9 @@ def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> In
     elif op.operands and op.operands[0].__class__ is int:
         inst.parameter_number = op.operands[0]
         inst.operands = [o for o in op.operands if o.__class__ is not int]
+    for a in attr_tokens:
+        if "control-predecessors" in a:
+            inst.pending = a  # resolved with the operands, once the computation is read
     return inst
 
 
@@ -258,6 +348,8 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
                 raise HloSyntaxError("one computation should have only one ROOT", inst.line, 1)
             root = inst
     for inst in instructions:
+        if inst.pending is not None:
+            _check_control_predecessors(inst, by_name)
         ops = inst.operands
         if not ops:
             continue
@@ -284,13 +376,25 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
     return comp
 
 
-def _finish_module(name, attrs, comps, tables) -> Module:
+def _check_control_predecessors(inst, by_name) -> None:
+    token = inst.pending
+    inst.pending = None
+    name, _, value = token.lstrip(", \t\r\n").partition("=")
+    if name != "control-predecessors":
+        return
+    for ref in decode_names(value):
+        if ref not in by_name:
+            k = token.find(ref)
+            raise HloSyntaxError(f"instruction '{ref}' is not defined", token.line, token.column + max(k, 0))
+
+
+def _finish_module(name, attr_tokens, comps, tables) -> Module:
     seen: set[str] = set()
     entry = None
     for comp in comps:
-        if comp.name in seen:
+        if comp.text_name in seen:
             raise HloSyntaxError(f"computation already exists: {comp.name}", comp.line, 1)
-        seen.add(comp.name)
+        seen.add(comp.text_name)
         if comp.is_entry:
             if entry is not None:
                 raise HloSyntaxError("expects only one ENTRY", comp.line, 1)
@@ -299,11 +403,65 @@ def _finish_module(name, attrs, comps, tables) -> Module:
         # XLA takes the last computation as the entry when none is marked.
         entry = comps[-1]
         entry.is_entry = True
-    _uniquify_instruction_names(comps)
+    for token in attr_tokens:
+        _check_module_attribute(token)
+    _uniquify_names(comps)
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"
-    return Module(name, attrs, comps, entry, tables)
+    return Module(name, Attributes([str(t) for t in attr_tokens]), comps, entry, tables)
+
+
+_SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
+_ALIAS_ENTRY = re.compile(
+    r"\s*" + _SHAPE_INDEX + r"\s*:\s*\(\s*\d+\s*,\s*" + _SHAPE_INDEX + r"\s*(?:,\s*[\w\-]+\s*)?\)\s*(?:,|\Z)"
+)
+_DONOR_ENTRY = re.compile(r"\s*\(\s*\d+\s*,\s*" + _SHAPE_INDEX + r"\s*\)\s*(?:,|\Z)")
+
+
+def _check_module_attribute(token) -> None:
+    """input_output_alias and buffer_donor are structure the memory figures rest on: their
+    syntax is checked when the module is read, as XLA does."""
+    name, _, value = str(token).lstrip(", \t\r\n").partition("=")
+    entry = {"input_output_alias": _ALIAS_ENTRY, "buffer_donor": _DONOR_ENTRY}.get(name)
+    if entry is None:
+        return
+    body = value.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise _error_at(token, f"expects '{{' to start {name}")
+    inner = body[1:-1]
+    pos = 0
+    while inner[pos:].strip():
+        m = entry.match(inner, pos)
+        if m is None:
+            k = str(token).find(body) + 1 + pos + (len(inner[pos:]) - len(inner[pos:].lstrip()))
+            raise HloSyntaxError(f"malformed {name} entry", token.line, token.column + k)
+        pos = m.end()
+
+
+class _NameUniquer:
+    """XLA's NameUniquer: names are made unique by their numeric `.N` suffix.
+
+    A second `x` becomes `x.1`; a written `x.1` that is then taken becomes the next free
+    suffix; the first holder keeps its name.
+    """
+
+    def __init__(self):
+        self._ids: dict[str, _SequentialIds] = {}
+
+    def unique(self, name: str) -> str:
+        root, sep, suffix = name.rpartition(".")
+        if sep and root and suffix.isdigit():
+            wanted, has_suffix = int(suffix), True
+        else:
+            root, wanted, has_suffix = name, 0, False
+        ids = self._ids.get(root)
+        if ids is None:
+            ids = self._ids[root] = _SequentialIds()
+        got = ids.register(wanted)
+        if got != wanted or (got == 0 and has_suffix and suffix != "0"):
+            return f"{root}.{got}"
+        return name
 
 
 class _SequentialIds:
@@ -326,40 +484,25 @@ class _SequentialIds:
         return self.next - 1
 
 
-def _uniquify_instruction_names(comps) -> None:
-    """Rename instructions whose names repeat across the module, as XLA's parser does.
+def _uniquify_names(comps) -> None:
+    """Rename computations and instructions whose names repeat, as XLA's parser does.
 
-    Instruction names are unique per module in XLA: a second `x` becomes `x.1`, and a
-    written `x.1` that is then taken becomes the next free suffix. Computations are visited
-    in text order, instructions in text order; the first holder keeps its name.
+    Computations and instructions have a uniquer each, module-wide; computations are
+    visited in module order, instructions in text order.
     """
-    roots: dict[str, _SequentialIds] = {}
-
-    def register(name: str) -> str:
-        root, sep, suffix = name.rpartition(".")
-        if sep and root and suffix.isdigit():
-            wanted, has_suffix = int(suffix), True
-        else:
-            root, wanted, has_suffix = name, 0, False
-        ids = roots.get(root)
-        if ids is None:
-            ids = roots[root] = _SequentialIds()
-        got = ids.register(wanted)
-        if got != wanted or (got == 0 and has_suffix and suffix != "0"):
-            return f"{root}.{got}"
-        return name
-
+    computations, instructions = _NameUniquer(), _NameUniquer()
     for comp in comps:
+        comp.name = computations.unique(comp.name)
         # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
         # computation while it reads the enclosing one; its names are taken first.
         for inst in comp.instructions:
             op = opcodes.info(inst.opcode)
             if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
                 for _ in inst.operands:
-                    register("async_param")
-                register(op.wrapped)
+                    instructions.unique("async_param")
+                instructions.unique(op.wrapped)
         for inst in comp.instructions:
-            inst.name = register(inst.name)
+            inst.name = instructions.unique(inst.name)
 
 
 def _describe_expected(expected) -> str:
@@ -410,8 +553,9 @@ def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxEr
 
 def parse_all(text: str, filename: str = "<string>") -> list[Module]:
     """Parse HLO text holding one or more modules. Raises HloSyntaxError."""
+    _lark().options.transformer.pending_inline = []
     try:
-        modules = _lark().parse(text)
+        modules = _lark().parse(text, start="start")
     except lark.exceptions.UnexpectedInput as e:
         raise _attach_source(_syntax_error(e, text), text, filename) from None
     except lark.exceptions.VisitError as e:  # an error raised inside a builder callback

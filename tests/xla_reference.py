@@ -39,3 +39,72 @@ def xla_parse(text: str):
             for inst in comp.instructions()
         ]
     return out
+
+
+# ─── collectives, as XLA's own parser sees them ─────────────────────────────────────────
+
+# Opcode spellings XLA's parser gives a counted collective: the plain ops and the native
+# async starts. Sugar (`reduce-scatter-start`) becomes an async-start whose synthesized
+# `async_wrapped` computation holds the plain op, which is what gets counted.
+XLA_COLLECTIVE_SPELLINGS = {
+    "all-gather": "all-gather",
+    "all-gather-start": "all-gather",
+    "all-reduce": "all-reduce",
+    "all-reduce-start": "all-reduce",
+    "reduce-scatter": "reduce-scatter",
+    "all-to-all": "all-to-all",
+    "ragged-all-to-all": "ragged-all-to-all",
+    "collective-permute": "collective-permute",
+    "collective-permute-start": "collective-permute",
+    "collective-broadcast": "collective-broadcast",
+    "send": "send",
+    "recv": "recv",
+}
+
+_XLA_ELEMENT_BYTES = {
+    "pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+    "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16,
+    "f8e5m2": 1, "f8e4m3fn": 1, "token": 0,
+}
+_XLA_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
+
+
+def _shape_text_bytes(text: str) -> int:
+    """Array bytes of every leaf of a printed shape (layouts ignored; dense, unpacked)."""
+    total = 0
+    for etype, dims in _XLA_ARRAY.findall(text):
+        n = 1
+        for d in dims.split(","):
+            if d:
+                n *= int(d)
+        total += n * _XLA_ELEMENT_BYTES[etype]
+    return total
+
+
+def _xla_result_shape_text(inst) -> str:
+    # `%name = SHAPE opcode(...)`: the shape sits between ` = ` and ` opcode(`.
+    text = inst.to_string()
+    head = text.split(" = ", 1)[1]
+    spelling = opcode_spelling(inst.opcode)
+    return head[: head.index(f" {spelling}(")]
+
+
+def xla_collectives(text: str) -> list[tuple[str, str, str, int]]:
+    """Every collective (and send/recv) XLA's parser finds, in every computation it reports:
+    `(kind, computation, instruction, result bytes)`; a native start's bytes are its done's."""
+    from jax._src.lib import xla_client as xc
+
+    module = xc.hlo.hlo_module_from_text(text)
+    out = []
+    for comp in module.computations():
+        for inst in comp.instructions():
+            spelling = opcode_spelling(inst.opcode)
+            kind = XLA_COLLECTIVE_SPELLINGS.get(spelling)
+            if kind is None:
+                continue
+            result = inst
+            if spelling.endswith("-start"):
+                dones = [u for u in inst.users() if opcode_spelling(u.opcode).endswith("-done")]
+                result = dones[0] if dones else inst
+            out.append((kind, comp.name, inst.name, _shape_text_bytes(_xla_result_shape_text(result))))
+    return out

@@ -1,0 +1,75 @@
+"""The command line: exit codes, error format, JSON contract of stats and export."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import FIXTURES, ROOT
+
+
+def run(*args, input_text=None):
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True, text=True, cwd=ROOT,
+                          input=input_text)
+
+
+FIXTURE = str(FIXTURES / "cpu_hsdp_accum1" / "module.hlo.txt")
+
+
+def test_stats_json_matches_the_module():
+    import hloscope
+
+    r = run("stats", FIXTURE, "--json")
+    assert r.returncode == 0, r.stderr
+    (mod,) = json.loads(r.stdout)["modules"]
+    module = hloscope.load(FIXTURE)
+    assert mod["computations"] == len(module.computations)
+    assert mod["instructions"] == sum(len(c.instructions) for c in module.computations)
+    assert sum(mod["opcodes"].values()) == mod["instructions"]
+
+
+def test_export_json_contract():
+    r = run("export", FIXTURE, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (mod,) = json.loads(r.stdout)["modules"]
+    entry = [c for c in mod["computations"] if c["is_entry"]]
+    assert len(entry) == 1
+    inst = entry[0]["instructions"][-1]
+    assert set(inst) == {"name", "opcode", "shape", "operands", "called_computations", "op_name"}
+    assert not inst["name"].startswith("%")
+
+
+@pytest.mark.parametrize("fmt, marker", [("graphml", "<graphml"), ("dot", "digraph")])
+def test_export_graph_formats(fmt, marker, tmp_path):
+    out = tmp_path / f"g.{fmt}"
+    r = run("export", FIXTURE, "--format", fmt, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert marker in out.read_text()
+
+
+def test_bad_input_gives_location_caret_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n")
+    out = tmp_path / "out.json"
+    r = run("export", str(bad), "-o", str(out))
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"{bad}:4:25: error: instruction 'nope' is not defined"
+    assert lines[1] == "  ROOT q = f32[] add(p, nope)"
+    assert lines[2] == " " * 24 + "^"
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert not out.exists()  # nothing written half-way
+
+
+def test_missing_file_and_unknown_command_exit_2(tmp_path):
+    assert run("stats", str(tmp_path / "absent.hlo")).returncode == 2
+    assert run("no-such-command").returncode == 2
+
+
+def test_importing_hloscope_does_not_import_jax():
+    code = "import sys, hloscope; hloscope.parse('ENTRY e {\\n ROOT p = f32[] parameter(0)\\n}'); print('jax' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip() == "False", r.stderr

@@ -1,0 +1,145 @@
+"""Parser behaviour on small inline modules: structure, names, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+import hloscope
+from hloscope import opcodes
+
+SMALL = """HloModule small, is_scheduled=true, entry_computation_layout={(f32[4]{0})->f32[]}
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT sum = f32[] add(x, y)
+}
+
+ENTRY %main (p: f32[4]) -> f32[] {
+  %p = f32[4]{0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(f32[4]{0} %p, f32[] %zero), dimensions={0}, to_apply=%add, metadata={op_name="jit(f)/reduce_sum" source_file="f.py" source_line=3}
+}
+"""
+
+
+def test_structure_and_names():
+    m = hloscope.parse(SMALL)
+    assert m.name == "small" and m.is_scheduled
+    assert [c.name for c in m.computations] == ["add", "main"]
+    assert m.entry.name == "main" and m.entry.is_entry and not m.computation("add").is_entry
+    r = m.entry.root
+    assert (r.name, r.opcode, [o.name for o in r.operands]) == ("r", "reduce", ["p", "zero"])
+    assert r.called_computations == [m.computation("add")]
+    assert r.attributes.decoded("dimensions") == (0,)
+    assert r.op_name == "jit(f)/reduce_sum" and r.source == "f.py:3"
+    assert m.entry.instruction("p").parameter_number == 0
+    assert m.entry.instruction("zero").literal == "0"
+    assert m.entry.instruction("p").users == [r]
+
+
+def test_short_form_nested_and_shapeless_operands():
+    m = hloscope.parse("""
+ENTRY e {
+  a = f32[2] parameter(0)
+  ROOT t = tuple(a, f32[2] negate(add(a, a)))
+}""")
+    assert m.name == "module_e"
+    assert [i.name for i in m.entry.instructions] == ["a", "add.anon", "negate.anon", "t"]
+    assert [o.name for o in m.entry.root.operands] == ["a", "negate.anon"]
+    assert m.entry.root.shape.element_type == "unknown"
+
+
+def test_repeated_names_are_renamed_like_xla():
+    m = hloscope.parse("""HloModule m
+c {
+  x = f32[] parameter(0)
+  ROOT x.1 = f32[] negate(x)
+}
+ENTRY main {
+  x = f32[] parameter(0)
+  b = f32[] negate(x)
+  b.0 = f32[] negate(b)
+  ROOT c = f32[] call(b.0), to_apply=c
+}""")
+    names = [i.name for c in m.computations for i in c.instructions]
+    # The second `x` takes the next free suffix after the `x.1` already taken; `b.0`
+    # collides with `b` (suffix 0) and becomes `b.1`.
+    assert names == ["x", "x.1", "x.2", "b", "b.1", "c"]
+    assert m.entry.root.called_computations[0].name == "c"
+
+
+def test_inline_computation_in_attribute():
+    m = hloscope.parse("""HloModule m
+ENTRY main {
+  p = f32[4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT c = f32[] add(a, b)
+  }
+}""")
+    assert [c.name for c in m.computations] == ["_", "main"]
+    assert m.entry.root.called_computations == [m.computations[0]]
+
+
+def test_multiple_modules_in_one_text():
+    text = "HloModule a\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\nHloModule b\nENTRY e {\n ROOT q = s32[] parameter(0)\n}\n"
+    mods = hloscope.parse_all(text)
+    assert [m.name for m in mods] == ["a", "b"]
+    assert mods[1].entry.root.shape.element_type == "s32"
+
+
+def test_unknown_opcode_and_attribute_are_kept():
+    m = hloscope.parse("""ENTRY e {
+  p = f32[8] parameter(0)
+  ROOT q = f32[8] frobnicate-start(p), shiny_new_attr={a=[1,2] b="x"}, other=42
+}""")
+    q = m.entry.root
+    assert q.opcode == "frobnicate-start" and not opcodes.info(q.opcode).known
+    assert q.attributes["shiny_new_attr"] == '{a=[1,2] b="x"}' and q.attributes["other"] == "42"
+
+
+def test_async_sugar_resolves_through_the_table():
+    assert opcodes.info("reduce-scatter-start").canonical == "async-start"
+    assert opcodes.info("reduce-scatter-start").collective == "reduce-scatter"
+    assert opcodes.info("all-gather-start").canonical == "all-gather-start"
+    assert opcodes.info("call-done").canonical == "async-done"
+    assert not opcodes.info("all-gather-update").known  # XLA rejects it too
+
+
+def test_accelerator_syntax():
+    m = hloscope.parse("""HloModule tpu, is_scheduled=true
+ENTRY e {
+  p = bf16[256,1024]{1,0:T(8,128)(2,1)S(1)} parameter(0), sharding={devices=[2,1]0,1}
+  ag = (bf16[256,1024]{1,0:T(8,128)(2,1)}, bf16[512,1024]{1,0:T(8,128)(2,1)}) all-gather-start(p), channel_id=1, replica_groups=[1,2]<=[2], dimensions={0}, backend_config={"collective_backend_config":{"is_sync":false}}
+  ROOT d = bf16[512,1024]{1,0:T(8,128)(2,1)} all-gather-done(ag)
+}""")
+    p = m.entry.instruction("p")
+    assert p.shape.layout.tiles == ((8, 128), (2, 1)) and p.shape.memory_space == 1
+    ag = m.entry.instruction("ag")
+    assert ag.attributes.decoded("replica_groups").groups == ((0, 1),)
+    assert ag.attributes.decoded("backend_config") == {"collective_backend_config": {"is_sync": False}}
+
+
+@pytest.mark.parametrize(
+    "text, line, column, fragment",
+    [
+        ("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n", 4, 25,
+         "instruction 'nope' is not defined"),
+        ("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] negate(p\n}\n", 5, 1, "unexpected"),
+        ("HloModule m\nENTRY e {\n  p = g32[] parameter(0)\n}\n", 3, 7, "unknown element type"),
+        ("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n  ROOT q = f32[] parameter(1)\n}\n", 4, 1,
+         "only one ROOT"),
+        ("", 1, 1, "unexpected end of file"),
+    ],
+)
+def test_syntax_errors_name_line_and_column(text, line, column, fragment):
+    with pytest.raises(hloscope.HloSyntaxError) as info:
+        hloscope.parse(text, "bad.hlo")
+    e = info.value
+    assert (e.line, e.column) == (line, column) and fragment in e.message
+    first, source, caret = e.format().split("\n")
+    assert first.startswith(f"bad.hlo:{line}:{column}: error: ")
+    assert caret == " " * (column - 1) + "^"
