@@ -308,23 +308,50 @@ class Attributes(Mapping[str, str]):
     As a mapping it gives each value's text; `decoded(name)` gives the value as data.
     """
 
-    __slots__ = ("_tokens", "_raw", "_decoded")
+    __slots__ = ("_tokens", "tail", "_raw", "_decoded")
 
     def __init__(self, tokens: list[str] | tuple[str, ...] = ()):
         self._tokens = tokens
+        self.tail = ""
+        """Attributes still as one string (`, a=1, b={..}`), split on first use."""
         self._raw: dict[str, str] | None = None
         self._decoded: dict[str, Any] | None = None
+
+    @classmethod
+    def from_tail(cls, tail: str) -> "Attributes":
+        attrs = cls(())
+        attrs.tail = tail
+        return attrs
+
+    def split_tail(self, token=None) -> list:
+        """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal
+        (as lark Tokens placed in the source when `token`, the tail's INSTRUCTION, is given)."""
+        from lark import Token
+
+        from .parser import attribute_pattern
+
+        pieces = []
+        tail = self.tail
+        base = len(str(token)) - len(tail) if token is not None else 0
+        for m in attribute_pattern().finditer(tail):
+            if token is not None:
+                pieces.append(Token("ATTRIBUTE", m.group(0), line=token.line, column=token.column + base + m.start()))
+            else:
+                pieces.append(m.group(0))
+        return pieces
 
     @property
     def raw(self) -> dict[str, str]:
         raw = self._raw
         if raw is None:
             raw = {}
-            for token in self._tokens:
+            tokens = self.split_tail() if self.tail else self._tokens
+            for token in tokens:
                 name, _, value = token.lstrip(", \t\r\n").partition("=")
                 raw[name] = value.strip()
             self._raw = raw
             self._tokens = ()
+            self.tail = ""
         return raw
 
     def __getitem__(self, name: str) -> str:
@@ -334,7 +361,7 @@ class Attributes(Mapping[str, str]):
         return iter(self.raw)
 
     def __len__(self) -> int:
-        return len(self.raw) if self._raw is not None else len(self._tokens)
+        return len(self.raw)
 
     def __contains__(self, name: object) -> bool:
         return name in self.raw

@@ -15,8 +15,9 @@ class HloSyntaxError(HloscopeError):
     """
 
     def __init__(self, message: str, line: int, column: int, source_line: str | None = None,
-                 filename: str = "<string>"):
+                 filename: str = "<string>", hint: str | None = None):
         self.message = message
+        self.hint = hint  # a name to look for in the line when the column is not yet known
         self.line = line
         self.column = column
         self.source_line = source_line

@@ -147,6 +147,8 @@ class Computation:
         self.attributes = attributes
         self.line = line
         self.signature = signature
+        """The header's `(params) -> result`: text as printed, or (params, result) when
+        written otherwise; the parameter instructions are what define parameters."""
         self._by_name: dict[str, Instruction] | None = None
         self.text_name = name
         """The name other instructions use for it in the text (XLA may rename repeats)."""

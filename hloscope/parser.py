@@ -20,7 +20,7 @@ from . import opcodes
 from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
 from .errors import HloSyntaxError
 from .ir import Computation, Instruction, Module
-from .shape import UNKNOWN, Shape, ShapeError, buffer_shape, parse_array_shape, tuple_shape
+from .shape import UNKNOWN, Shape, ShapeError, buffer_shape, parse_array_shape, parse_shape, tuple_shape
 
 GRAMMAR_NAME = "hlo.lark"
 
@@ -33,16 +33,41 @@ def grammar_path() -> Path:
     return Path(__file__).resolve().parent.parent / "grammars" / GRAMMAR_NAME
 
 
+def _grammar_cache_file() -> str | bool:
+    """Where Lark keeps its analysis of the grammar (a second start takes ~0.1 s instead of
+    ~2 s): a private directory of the user's, or no cache when HLOSCOPE_CACHE=0 or the
+    directory cannot be made private. Lark checks the grammar's hash before using it."""
+    if os.environ.get("HLOSCOPE_CACHE", "1") == "0":
+        return False
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(base, "hloscope")
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        st = os.stat(directory)
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+    except OSError:
+        return False
+    return os.path.join(directory, f"grammar-lark{lark.__version__}.cache")
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
     return lark.Lark(
         grammar_path().read_text(),
+        cache=_grammar_cache_file(),
         parser="lalr",
         lexer="contextual",
         start=["start", "inline_body"],
         transformer=_Builder(),
         maybe_placeholders=False,
     )
+
+
+@functools.lru_cache(maxsize=1)
+def attribute_pattern() -> "re.Pattern[str]":
+    """The grammar's ATTRIBUTE terminal, for cutting an instruction's attribute tail."""
+    return re.compile(_lark().get_terminal("ATTRIBUTE").pattern.to_regexp())
 
 
 # Token names as people would say them, for error messages.
@@ -174,15 +199,25 @@ class _Builder(Transformer):
             return op.nested + [inst]
         return inst
 
+    def instruction_line(self, children):
+        token = children[0]
+        inst = _split_instruction(token)
+        attrs = inst.attributes
+        if attrs.tail and _INLINE_CALLEE.search(attrs.tail):
+            # A computation written inline in an attribute: take the general path.
+            tokens = [self._inline_callees(a) for a in attrs.split_tail(token)]
+            inst.attributes = Attributes(tokens)
+        return inst
+
     def _inline_callees(self, token):
         """Read a computation written as an attribute's value; the attribute then names it."""
-        if "={" not in token or "=" not in token.partition("={")[2]:
-            return token
         name, _, value = token.lstrip(", \t\r\n").partition("=")
         if name not in COMPUTATION_ATTRIBUTES:
             return token
-        value_start = len(token) - len(value)
         body = value.lstrip()
+        if not body.startswith("{") or "=" not in body:
+            return token
+        value_start = len(token) - len(value)
         offset = value_start + len(value) - len(body)
         held = self.pending_inline
         self.pending_inline = []
@@ -217,8 +252,8 @@ class _Builder(Transformer):
         name_token = children[i]
         i += 1
         signature = None
-        if i < len(children) and isinstance(children[i], tuple):
-            signature = children[i]
+        if i < len(children) and (isinstance(children[i], tuple) or getattr(children[i], "type", "") == "SIGNATURE"):
+            signature = children[i] if isinstance(children[i], tuple) else str(children[i])
             i += 1
         instructions, attrs = _split_body(children[i:])
         comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
@@ -310,6 +345,86 @@ def _check_literal(token) -> None:
     raise HloSyntaxError("unexpected '}' in literal" if depth < 0 else "unbalanced '{' in literal", line, column)
 
 
+# Splitting an INSTRUCTION token. The grammar has already checked the whole line, so these
+# patterns only cut it at the places the grammar defines.
+_HEAD = re.compile(r"(ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=[ \t]*")
+_TUPLE = re.compile(r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)")
+_ARRAY = re.compile(r"[a-z][a-z0-9]*[ \t]*\[[^\]]*\](?:\{(?:[^{}()]|\((?:[^()]|\{[^{}]*\})*\))*\})?")
+_OPCODE = re.compile(r"[ \t]+([a-z][a-z0-9\-]*)[ \t]*\([ \t]*")
+_OPERAND = re.compile(
+    r"(?:/\*[^*]*\*/[ \t]*)?(?:(?:" + _TUPLE.pattern + "|" + _ARRAY.pattern + r")[ \t]+)?"
+    r"(%?[A-Za-z_][\w.\-]*|-?\d+)[ \t]*(,?)[ \t]*"
+)
+_INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\{")
+
+
+def _split_instruction(token) -> Instruction:
+    """An Instruction from one INSTRUCTION token."""
+    text = str(token)
+    m = _HEAD.match(text)
+    is_root = m.group(1) is not None
+    name = m.group(2)
+    pos = m.end()
+    sm = (_TUPLE if text[pos] == "(" else _ARRAY).match(text, pos)
+    try:
+        shape = parse_shape(sm.group(0))
+    except ShapeError as e:
+        raise HloSyntaxError(str(e), token.line, token.column + pos) from None
+    om = _OPCODE.match(text, sm.end())
+    opcode = om.group(1)
+    pos = om.end()
+    literal = None
+    parameter_number = None
+    operands: list = []
+    if opcode == "constant":
+        end = _literal_end(text, pos)
+        literal = text[pos:end].strip()
+        pos = end + 1
+    else:
+        while text[pos] != ")":
+            m = _OPERAND.match(text, pos)
+            ref = m.group(1)
+            if ref[0] == "-" or ref[0].isdigit():
+                parameter_number = int(ref)
+            else:
+                operands.append(ref)
+            pos = m.end()
+        pos += 1
+    tail = text[pos:]
+    inst = Instruction(name, opcode, shape, operands, Attributes.from_tail(tail), token.line)
+    inst.is_root = is_root
+    if literal is not None:
+        _check_literal(Token("LITERAL", literal, line=token.line, column=token.column))
+        inst.literal = literal
+    inst.parameter_number = parameter_number
+    if "control-predecessors" in tail:
+        inst.pending = _control_token(tail, token)
+    return inst
+
+
+def _literal_end(text: str, pos: int) -> int:
+    """Index of the parenthesis that closes a constant's literal starting at `pos`."""
+    depth = 0
+    for k in range(pos, len(text)):
+        c = text[k]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return k
+            depth -= 1
+    return len(text)
+
+
+def _control_token(tail: str, token):
+    start = tail.index("control-predecessors")
+    k = tail.rfind(",", 0, start)
+    piece = tail[k:] if k >= 0 else tail[start:]
+    m = re.match(r",?\s*control-predecessors=\s*\{[^}]*\}", piece)
+    offset = len(str(token)) - len(tail) + max(k, 0)
+    return Token("ATTRIBUTE", m.group(0) if m else piece, line=token.line, column=token.column + offset)
+
+
 def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> Instruction:
     if name_token is None:
         # XLA adds a nested instruction to the computation under the name `<opcode>.anon`.
@@ -360,7 +475,11 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
                 continue
             target = by_name.get(ref.lstrip("%"))
             if target is None:
-                raise _error_at(ref, f"instruction '{ref.lstrip('%')}' is not defined")
+                if getattr(ref, "line", None):
+                    raise _error_at(ref, f"instruction '{ref.lstrip('%')}' is not defined")
+                # From an INSTRUCTION token: the column is found in the source line later.
+                raise HloSyntaxError(f"instruction '{ref.lstrip('%')}' is not defined", inst.line, 0,
+                                     hint=ref)
             resolved.append(target)
         inst.operands = resolved
         for o in resolved:
@@ -548,7 +667,12 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxE
 def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxError:
     lines = text.split("\n")
     source_line = lines[err.line - 1] if 0 < err.line <= len(lines) else ""
-    return HloSyntaxError(err.message, err.line, err.column, source_line, filename)
+    column = err.column
+    if not column and err.hint:
+        # The operand's name, after the opening parenthesis of the operation.
+        m = re.search(r"[(,\s]" + re.escape(err.hint) + r"(?![\w.\-])", source_line[source_line.find("("):])
+        column = source_line.find("(") + m.start() + 2 if m else 1
+    return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
 
 
 def parse_all(text: str, filename: str = "<string>") -> list[Module]:

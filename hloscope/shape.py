@@ -223,8 +223,9 @@ def buffer_shape(inner: Shape) -> Shape:
     return Shape("buffer", (), (), None, (inner,), f"b({inner.text})")
 
 
+@functools.lru_cache(maxsize=None)
 def parse_shape(text: str) -> Shape:
-    """Parse any shape text, tuples included (`(f32[2], (s32[], token[]))`)."""
+    """Parse any shape text, tuples included (`(f32[2], (s32[], token[]))`); cached."""
     text = text.strip()
     if not text.startswith("("):
         return parse_array_shape(text)

@@ -36,5 +36,12 @@ def corpus_rows() -> list[dict]:
 
 
 def needs_xla():
-    """Skip unless jaxlib (XLA's C++ parser) is importable."""
-    return pytest.importorskip("jax._src.lib.xla_client", reason="needs jaxlib for XLA's own answers")
+    """XLA's Python bindings; the test is skipped without jaxlib, except in CI, where the
+    comparison with XLA must run."""
+    try:
+        from jax._src.lib import xla_client
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("needs jaxlib for XLA's own answers")
+    return xla_client

@@ -18,11 +18,7 @@ from hloscope import opcodes
 from .conftest import corpus_rows, fixture_dirs, fixture_ids, needs_xla
 
 # Accepted corpus modules hloscope reads differently from XLA, each with its reason.
-KNOWN_DIFFERENCES = {
-    # `add(f32[] %fusion, f32[], %res.23)`: an operand that is a bare shape with no name,
-    # which XLA's parser tolerates; hloscope rejects it as a syntax error.
-    "xla/hlo/separate_compilation/hlo_module_splitting_test.cc",
-}
+KNOWN_DIFFERENCES: set[str] = set()
 
 
 def _ours(module) -> dict[str, list]:
