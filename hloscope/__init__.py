@@ -3,6 +3,7 @@
 Importing hloscope does not import jax; only `from_compiled` touches a jax object.
 """
 
+from .budget import assert_budget, check
 from .errors import HloscopeError, HloSyntaxError
 from .ir import Computation, Instruction, Module
 from .parser import load, load_all, parse, parse_all
@@ -17,6 +18,8 @@ __all__ = [
     "Instruction",
     "Module",
     "Shape",
+    "assert_budget",
+    "check",
     "from_compiled",
     "load",
     "load_all",

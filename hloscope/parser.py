@@ -346,32 +346,48 @@ def _check_literal(token) -> None:
 
 
 # Splitting an INSTRUCTION token. The grammar has already checked the whole line, so these
-# patterns only cut it at the places the grammar defines.
-_HEAD = re.compile(r"(ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=[ \t]*")
-_TUPLE = re.compile(r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)")
-_ARRAY = re.compile(r"[a-z][a-z0-9]*[ \t]*\[[^\]]*\](?:\{(?:[^{}()]|\((?:[^()]|\{[^{}]*\})*\))*\})?")
-_OPCODE = re.compile(r"[ \t]+([a-z][a-z0-9\-]*)[ \t]*\([ \t]*")
-_OPERAND = re.compile(
-    r"(?:/\*[^*]*\*/[ \t]*)?(?:(?:" + _TUPLE.pattern + "|" + _ARRAY.pattern + r")[ \t]+)?"
-    r"(%?[A-Za-z_][\w.\-]*|-?\d+)[ \t]*(,?)[ \t]*"
-)
+# patterns only cut it where the grammar says; they are built from the grammar's own
+# terminals so the two cannot drift apart.
+class _Cuts:
+    def __init__(self, grammar: lark.Lark):
+        def terminal(name: str) -> str:
+            return grammar.get_terminal(name).pattern.to_regexp()
+
+        name, array, integer = terminal("NAME"), terminal("ARRAY_SHAPE"), terminal("INT")
+        tuple_ = r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)"
+        self.head = re.compile(r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*")
+        self.tuple = re.compile(tuple_)
+        self.array = re.compile(array)
+        self.opcode = re.compile(r"[ \t]+(" + terminal("OPCODE")[:-2] + r")[ \t]*\([ \t]*")
+        self.operand = re.compile(
+            r"(?:/\*[^*]*\*/[ \t]*)?(?:(?:" + tuple_ + "|" + array + r")[ \t]+)?(" + name + "|" + integer
+            + r")[ \t]*,?[ \t]*"
+        )
+
+
+@functools.lru_cache(maxsize=1)
+def _cuts() -> _Cuts:
+    return _Cuts(_lark())
+
+
 _INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\{")
 
 
 def _split_instruction(token) -> Instruction:
     """An Instruction from one INSTRUCTION token."""
+    cuts = _cuts()
     text = str(token)
-    m = _HEAD.match(text)
+    m = cuts.head.match(text)
     is_root = m.group(1) is not None
-    name = m.group(2)
+    name = m.group(2).lstrip("%")
     pos = m.end()
-    sm = (_TUPLE if text[pos] == "(" else _ARRAY).match(text, pos)
+    sm = (cuts.tuple if text[pos] == "(" else cuts.array).match(text, pos)
     try:
         shape = parse_shape(sm.group(0))
     except ShapeError as e:
         raise HloSyntaxError(str(e), token.line, token.column + pos) from None
-    om = _OPCODE.match(text, sm.end())
-    opcode = om.group(1)
+    om = cuts.opcode.match(text, sm.end())
+    opcode = om.group(1).rstrip()
     pos = om.end()
     literal = None
     parameter_number = None
@@ -381,8 +397,9 @@ def _split_instruction(token) -> Instruction:
         literal = text[pos:end].strip()
         pos = end + 1
     else:
+        operand = cuts.operand
         while text[pos] != ")":
-            m = _OPERAND.match(text, pos)
+            m = operand.match(text, pos)
             ref = m.group(1)
             if ref[0] == "-" or ref[0].isdigit():
                 parameter_number = int(ref)

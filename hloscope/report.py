@@ -70,3 +70,110 @@ def stats_report(result) -> list:
         out.append(table(None, [("opcode", "left"), ("count", "right")], rows))
         out.append(Text(""))
     return out
+
+
+# ─── count-collectives ─────────────────────────────────────────────────────────────────
+
+
+def _count(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
+def collectives_report(results, by: str = "kind", labels=None) -> list:
+    """`hloscope count-collectives`: a table per module, with totals; `?` = unknown trip count.
+
+    `labels`, one per result, prefix each heading (the input file when there are several)."""
+    out: list = []
+    for n, r in enumerate(results):
+        prefix = f"{labels[n]}: " if labels else ""
+        out.append(heading(f"{prefix}{r.module}: {r.total.count} collectives, "
+                           f"{_count(r.total.dynamic_count)} per step"))
+        cols = [("kind", "left"), ("count", "right"), ("dynamic", "right"), ("bytes", "right"),
+                ("dynamic bytes", "right"), ("async", "right"), ("group sizes", "left")]
+        if by == "kind":
+            tallies = [(kind, t) for kind, t in r.by_kind.items() if t.count]
+            tallies += [(kind, t) for kind, t in r.point_to_point.items() if t.count]
+            rows = [[kind, *_tally_cells(t)] for kind, t in tallies]
+        else:
+            cols = [(by, "left")] + cols
+            rows = [[key if key is not None else "-", kind, *_tally_cells(t)] for key, kind, t in r.group_by(by)]
+        rows.append(([""] if by != "kind" else []) + ["total", *_tally_cells(r.total)])
+        out.append(table(None, cols, rows))
+        if r.total.unknown_trip_count:
+            out.append(Text("? : under a while loop with no known_trip_count", style="dim"))
+        out.append(Text(""))
+    return out
+
+
+def _tally_cells(t) -> list[str]:
+    return [str(t.count), _count(t.dynamic_count), human_bytes(t.bytes),
+            human_bytes(t.dynamic_bytes) if t.dynamic_bytes is not None else "?",
+            str(t.async_count), ",".join(str(s) for s in t.group_sizes) or "-"]
+
+
+# ─── check ─────────────────────────────────────────────────────────────────────────────
+
+
+def _github_escape(text: str, is_property: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if is_property:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def github_annotations(violations, file: str) -> str:
+    """One `::error file=FILE,title=...::message` workflow command per violation."""
+    return "".join(
+        f"::error file={_github_escape(file, True)},title={_github_escape('hloscope budget', True)}"
+        f"::{_github_escape(v.message)}\n"
+        for v in violations
+    )
+
+
+def check_report(violations, file: str, fmt: str = "text", modules=()) -> str:
+    """`hloscope check`: each violation on a line (or as GitHub annotations), else `ok`."""
+    if fmt == "github":
+        return github_annotations(violations, file).rstrip("\n")
+    if not violations:
+        return f"{file}: ok ({', '.join(modules)} within budget)" if modules else f"{file}: ok"
+    lines = [f"{file}: {len(violations)} budget violation{'s' if len(violations) != 1 else ''}"]
+    lines += [f"{file}: error: {v.message}" for v in violations]
+    return "\n".join(lines)
+
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values, width: int = 72) -> str:
+    """A one-line chart of `values`, each character the maximum of its bucket."""
+    values = list(values)
+    if not values:
+        return ""
+    width = max(1, min(width, len(values)))
+    buckets = [max(values[i * len(values) // width:(i + 1) * len(values) // width] or [0]) for i in range(width)]
+    top = max(buckets) or 1
+    return "".join(_SPARK[min(len(_SPARK) - 1, int(b * (len(_SPARK) - 1) / top + 0.5))] for b in buckets)
+
+
+def memory_report(results, top: int = 10) -> list:
+    """`hloscope memory`: headline figures, the top buffers live at the peak, the timeline."""
+    out: list = []
+    for m in results:
+        out.append(heading(f"{m.name}: temp {human_bytes(m.temp_bytes)} "
+                           f"(max live {human_bytes(m.temp_max_live_bytes)}), "
+                           f"peak {human_bytes(m.peak_bytes)}"))
+        out.append(Text(f"arguments {human_bytes(m.argument_bytes)} · outputs {human_bytes(m.output_bytes)} · "
+                        f"aliased {human_bytes(m.alias_bytes)} · peak at step {m.peak_at['index']} "
+                        f"({m.peak_at['instruction']})"))
+        rows = [(human_bytes(b.bytes), b.instruction, b.shape if len(b.shape) <= 40 else b.shape[:39] + "…",
+                 b.op_name or "", b.source or "")
+                for b in m.live_at_peak[:top]]
+        if rows:
+            out.append(table(f"top {len(rows)} of {len(m.live_at_peak)} buffers live at the peak",
+                             [("bytes", "right"), ("instruction", "left"), ("shape", "left"),
+                              ("op_name", "left"), ("source", "left")], rows))
+        if m.timeline:
+            out.append(Text(f"temp bytes over {len(m.timeline)} steps (max {human_bytes(max(m.timeline))}):"))
+            out.append(Text(sparkline(m.timeline)))
+        out.append(Text(""))
+    return out

@@ -108,3 +108,63 @@ def xla_collectives(text: str) -> list[tuple[str, str, str, int]]:
                 result = dones[0] if dones else inst
             out.append((kind, comp.name, inst.name, _shape_text_bytes(_xla_result_shape_text(result))))
     return out
+
+
+# XLA's dump files (`--xla_dump_to`), for the memory and liveness tests.
+
+
+def read_dump(path) -> str:
+    """A dump file's text, gzipped or not."""
+    import gzip
+
+    path = str(path)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return f.read()
+
+
+def parse_live_range_dump(text: str) -> tuple[list[str], dict[tuple[str, str], tuple[int, int]]]:
+    """`*-live-range.txt` → (flattened schedule, {(instruction, "{i,j}"): (start, end)})."""
+    steps: list[str] = []
+    ranges: dict[tuple[str, str], tuple[int, int]] = {}
+    section = None
+    for line in text.splitlines():
+        s = line.strip()
+        if s == "InstructionSequence:":
+            section = "steps"
+            continue
+        if s == "BufferLiveRange:":
+            section = "ranges"
+            continue
+        if s.startswith("Live ranges at") or s.startswith("Stack trace"):
+            section = None
+            continue
+        if section == "steps":
+            m = re.match(r"(\d+):(\S+)$", s)
+            if m:
+                steps.append(m.group(2))
+        elif section == "ranges":
+            m = re.match(r"(\S+?)(\{[^}]*\}):(\d+)-(\d+)$", s)
+            if m:
+                ranges[(m.group(1), m.group(2))] = (int(m.group(3)), int(m.group(4)))
+    return steps, ranges
+
+
+def parse_buffer_assignment_dump(text: str) -> list[dict]:
+    """`*-buffer-assignment.txt` → allocations: {index, size, kinds, values: [{name, index,
+    size, offset, shape}]}."""
+    allocations: list[dict] = []
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"allocation (\d+): size (\d+), (.*):$", line.rstrip())
+        if m:
+            current = {"index": int(m.group(1)), "size": int(m.group(2)), "kinds": m.group(3), "values": []}
+            allocations.append(current)
+            continue
+        m = re.match(r" value: <(\d+) (\S+?)(\{[^}]*\})? @(\d+)> \(size=(\d+),offset=(\d+)\): (.*)$", line.rstrip())
+        if m and current is not None:
+            current["values"].append({"name": m.group(2), "index": m.group(3) or "{}", "size": int(m.group(5)),
+                                      "offset": int(m.group(6)), "shape": m.group(7)})
+        elif line.startswith("Total bytes") or line.startswith("Used values"):
+            current = None
+    return allocations

@@ -1,0 +1,68 @@
+import click
+
+from . import emit, input_files, json_option, load_modules
+
+
+def _kind_counts(ctx, param, values):
+    out = {}
+    for item in values:
+        kind, sep, n = item.partition("=")
+        kind = kind.strip()
+        if not sep or not n.strip().isdigit():
+            raise click.BadParameter(f"{item!r}: write KIND=N, e.g. all-gather=200", ctx, param)
+        from ..budget import BUDGET_KINDS
+
+        if kind not in BUDGET_KINDS:
+            raise click.BadParameter(f"unknown collective kind {kind!r}; known: {', '.join(BUDGET_KINDS)}",
+                                     ctx, param)
+        out[kind] = int(n)
+    return out
+
+
+@click.command()
+@input_files()
+@click.option("--max-temp", "max_temp", metavar="SIZE", help="Temp memory budget, e.g. 40GiB, 512MB, bytes.")
+@click.option("--max", "max_collectives", metavar="KIND=N", multiple=True, callback=_kind_counts,
+              help="At most N collectives of KIND (all-gather, ..., send, recv, total). Repeatable.")
+@click.option("--expect", "expect_collectives", metavar="KIND=N", multiple=True, callback=_kind_counts,
+              help="Exactly N collectives of KIND. Repeatable.")
+@click.option("--dynamic", is_flag=True, default=None,
+              help="Count per step (× known while trip counts) instead of instructions in the text.")
+@click.option("--budget", "budget_file", type=click.Path(exists=True, dir_okay=False), metavar="TOML",
+              help="Budgets from a TOML file, or from [tool.hloscope] of a pyproject.toml; options override.")
+@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
+              help="github: one ::error annotation per violation, for GitHub Actions.")
+@json_option
+def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_file, fmt, as_json):
+    """Exit 1 when a module of FILE exceeds a budget, listing each violation.
+
+    Collective counts are static (instructions in the text, an async pair once) unless
+    --dynamic. An unknown dynamic count (a while loop without known_trip_count) is a violation.
+    """
+    from ..budget import Budget, BudgetError, budget_from_mapping, check as run_check, load_budget
+    from ..budget import MEMORY_UNAVAILABLE, memory_available
+    from ..report import check_report
+
+    budget = load_budget(budget_file) if budget_file else Budget()
+    try:
+        cli_budget = budget_from_mapping({"max-temp": max_temp, "max": max_collectives,
+                                          "expect": expect_collectives, "dynamic": bool(dynamic)}, "options")
+    except BudgetError as e:
+        raise click.BadParameter(str(e).removeprefix("options: "), param_hint="--max-temp") from None
+    budget = budget.merged(cli_budget)
+    if budget.empty:
+        raise click.UsageError("nothing to check: give --max, --expect, --max-temp or --budget")
+    if budget.max_temp is not None and not memory_available():
+        raise click.UsageError(MEMORY_UNAVAILABLE)
+    modules = load_modules(file)
+    violations = [v for m in modules for v in run_check(m, **budget.as_kwargs())]
+    payload = {"ok": not violations, "budget": budget.to_dict(),
+               "modules": [{"name": m.name, "violations": [v.to_dict() for v in violations if v.module == m.name]}
+                           for m in modules]}
+    if as_json:
+        emit(payload, True, lambda: None)
+    else:  # plain lines: annotations must not be wrapped or read as rich markup
+        text = check_report(violations, file, fmt, [m.name for m in modules])
+        if text:
+            click.echo(text)
+    return 1 if violations else 0
