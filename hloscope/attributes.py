@@ -310,18 +310,13 @@ class Attributes(Mapping[str, str]):
 
     __slots__ = ("_tokens", "tail", "_raw", "_decoded")
 
-    def __init__(self, tokens: list[str] | tuple[str, ...] = ()):
+    def __init__(self, tokens: list[str] | tuple[str, ...] = (), tail: str = ""):
         self._tokens = tokens
-        self.tail = ""
+        self.tail = tail
         """Attributes still as one string (`, a=1, b={..}`), split on first use."""
         self._raw: dict[str, str] | None = None
         self._decoded: dict[str, Any] | None = None
 
-    @classmethod
-    def from_tail(cls, tail: str) -> "Attributes":
-        attrs = cls(())
-        attrs.tail = tail
-        return attrs
 
     def split_tail(self, token=None) -> list:
         """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal

@@ -134,15 +134,17 @@ class Instruction:
 class Computation:
     """A computation: its instructions in text order, its root and parameters."""
 
-    __slots__ = ("name", "instructions", "is_entry", "root", "module", "attributes", "line", "_by_name", "signature",
-                 "text_name")
+    __slots__ = ("name", "_instructions", "is_entry", "_root", "module", "attributes", "line", "_by_name",
+                 "signature", "text_name", "_body")
 
-    def __init__(self, name: str, instructions: list[Instruction], is_entry: bool, root: Instruction,
-                 attributes: Attributes, line: int = 0, signature: Any = None):
+    def __init__(self, name: str, instructions: list[Instruction] | None, is_entry: bool, root: Instruction | None,
+                 attributes: Attributes, line: int = 0, signature: Any = None, body: Any = None):
         self.name = name
-        self.instructions = instructions
+        self._instructions = instructions
+        self._body = body
+        """While the instructions are unread: the body's text, read by `body.read(self)`."""
         self.is_entry = is_entry
-        self.root = root
+        self._root = root
         self.module: Module | None = None
         self.attributes = attributes
         self.line = line
@@ -152,6 +154,38 @@ class Computation:
         self._by_name: dict[str, Instruction] | None = None
         self.text_name = name
         """The name other instructions use for it in the text (XLA may rename repeats)."""
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        """Instructions in text order (the schedule, when the module is scheduled)."""
+        if self._instructions is None:
+            self._read()
+        return self._instructions  # type: ignore[return-value]
+
+    @property
+    def root(self) -> Instruction:
+        if self._instructions is None:
+            self._read()
+        return self._root  # type: ignore[return-value]
+
+    @property
+    def is_read(self) -> bool:
+        """Whether the instructions have been read (a lazily loaded body is read on first use)."""
+        return self._instructions is not None
+
+    def _read(self) -> None:
+        instructions, root = self._body.read(self)
+        for inst in instructions:
+            inst.computation = self
+        self._instructions, self._root, self._body = instructions, root, None
+
+    def mentions_opcode(self, pattern) -> bool:
+        """Whether an instruction's opcode may match `pattern` (a compiled regex of opcode
+        spellings): read from the instructions, or searched in the unread text (`·opcode(`),
+        where a false positive is possible and a false negative is not."""
+        if self._instructions is None:
+            return self._body.mentions_opcode(pattern)
+        return any(pattern.fullmatch(i.opcode) for i in self._instructions)
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"

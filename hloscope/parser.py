@@ -8,6 +8,7 @@ computation is read, the way XLA's parser resolves them (within the computation)
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 from importlib import resources
@@ -81,6 +82,9 @@ _TOKEN_WORDS = {
     "STRING": "a string",
     "GROUP": "a braced value",
     "LITERAL": "a literal",
+    "INSTRUCTION": "an instruction",
+    "BODY": "'{'",
+    "SIGNATURE": "a signature",
     "ENTRY": "ENTRY",
     "ROOT": "ROOT",
     "LBRACE": "'{'",
@@ -127,6 +131,10 @@ class _Builder(Transformer):
         # Computations written inline in an attribute, waiting for the computation that
         # holds them to be finished (XLA adds them to the module before their holder).
         self.pending_inline: list[Computation] = []
+        # Leave printed bodies unread until asked for (parse_all(lazy=True)).
+        self.lazy = False
+        # Whether the text has any computation written inline (one search per parse).
+        self.inline_possible = True
 
     # shapes
 
@@ -201,10 +209,14 @@ class _Builder(Transformer):
 
     def instruction_line(self, children):
         token = children[0]
-        inst = _split_instruction(token)
+        return self._instruction_from_text(str(token), token.line, token.column)
+
+    def _instruction_from_text(self, text: str, line: int, column: int) -> Instruction:
+        inst = _split_instruction(text, line, column)
         attrs = inst.attributes
-        if attrs.tail and _INLINE_CALLEE.search(attrs.tail):
+        if self.inline_possible and attrs.tail and _INLINE_CALLEE.search(attrs.tail):
             # A computation written inline in an attribute: take the general path.
+            token = Token("INSTRUCTION", text, line=line, column=column)
             tokens = [self._inline_callees(a) for a in attrs.split_tail(token)]
             inst.attributes = Attributes(tokens)
         return inst
@@ -255,7 +267,18 @@ class _Builder(Transformer):
         if i < len(children) and (isinstance(children[i], tuple) or getattr(children[i], "type", "") == "SIGNATURE"):
             signature = children[i] if isinstance(children[i], tuple) else str(children[i])
             i += 1
-        instructions, attrs = _split_body(children[i:])
+        rest = children[i:]
+        if rest and rest[0].__class__ is Token and rest[0].type == "BODY":
+            body = _Body(str(rest[0]), rest[0].line, rest[0].column)
+            attrs = Attributes([str(a) for a in rest[1:]])
+            name = str(name_token).lstrip("%")
+            if self.lazy and not (self.inline_possible and _INLINE_CALLEE.search(body.text)):
+                return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
+            # Read now: eagerly, or because an inline computation must join the module here.
+            instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
+            comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
+            return self._with_inline(comp)
+        instructions, attrs = _split_body(rest)
         comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
         return self._with_inline(comp)
 
@@ -358,11 +381,13 @@ class _Cuts:
         self.head = re.compile(r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*")
         self.tuple = re.compile(tuple_)
         self.array = re.compile(array)
-        self.opcode = re.compile(r"[ \t]+(" + terminal("OPCODE")[:-2] + r")[ \t]*\([ \t]*")
-        self.operand = re.compile(
-            r"(?:/\*[^*]*\*/[ \t]*)?(?:(?:" + tuple_ + "|" + array + r")[ \t]+)?(" + name + "|" + integer
-            + r")[ \t]*,?[ \t]*"
-        )
+        self.opcode = re.compile(r"[ \t]+(" + terminal("OPCODE")[:-2] + r")[ \t]*\(")
+        # In an operand list, a name (or integer) directly before `,` or `)` is an operand:
+        # inside shapes only `]`, `}` and `)` come before those.
+        self.operand_names = re.compile(r"(?<![\w.\-%])(" + name + r")(?=[ \t]*(?:,|\Z))")
+        # Where each instruction of a printed body starts: a name, `=`, then a shape.
+        self.instruction_start = re.compile(
+            r"^[ \t]*(?:ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(?=\(|[a-z][a-z0-9]*[ \t]*\[)", re.M)
 
 
 @functools.lru_cache(maxsize=1)
@@ -371,12 +396,12 @@ def _cuts() -> _Cuts:
 
 
 _INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\{")
+_LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 
 
-def _split_instruction(token) -> Instruction:
-    """An Instruction from one INSTRUCTION token."""
+def _split_instruction(text: str, line: int, column: int) -> Instruction:
+    """An Instruction from the text of one INSTRUCTION token that starts at line:column."""
     cuts = _cuts()
-    text = str(token)
     m = cuts.head.match(text)
     is_root = m.group(1) is not None
     name = m.group(2).lstrip("%")
@@ -385,7 +410,7 @@ def _split_instruction(token) -> Instruction:
     try:
         shape = parse_shape(sm.group(0))
     except ShapeError as e:
-        raise HloSyntaxError(str(e), token.line, token.column + pos) from None
+        raise HloSyntaxError(str(e), line, column + pos) from None
     om = cuts.opcode.match(text, sm.end())
     opcode = om.group(1).rstrip()
     pos = om.end()
@@ -397,26 +422,120 @@ def _split_instruction(token) -> Instruction:
         literal = text[pos:end].strip()
         pos = end + 1
     else:
-        operand = cuts.operand
-        while text[pos] != ")":
-            m = operand.match(text, pos)
-            ref = m.group(1)
-            if ref[0] == "-" or ref[0].isdigit():
-                parameter_number = int(ref)
-            else:
-                operands.append(ref)
-            pos = m.end()
-        pos += 1
+        # The operand list is one balanced group; each operand ends in its name (or a
+        # parameter's number) just before a comma or the closing parenthesis.
+        group = cuts.tuple.match(text, pos - 1)
+        end = group.end()
+        inner = text[pos : end - 1]
+        if opcode == "parameter":
+            parameter_number = int(inner)
+        elif inner:
+            if "{" in inner:
+                inner = _LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
+            operands = cuts.operand_names.findall(inner)
+        pos = end
     tail = text[pos:]
-    inst = Instruction(name, opcode, shape, operands, Attributes.from_tail(tail), token.line)
+    inst = Instruction(name, opcode, shape, operands, Attributes((), tail), line)
     inst.is_root = is_root
     if literal is not None:
-        _check_literal(Token("LITERAL", literal, line=token.line, column=token.column))
+        _check_literal(Token("LITERAL", literal, line=line, column=column))
         inst.literal = literal
     inst.parameter_number = parameter_number
     if "control-predecessors" in tail:
-        inst.pending = _control_token(tail, token)
+        inst.pending = _control_token(tail, Token("INSTRUCTION", text, line=line, column=column))
     return inst
+
+
+class _Body:
+    """A computation's body as one BODY token: its text, cut into instructions on demand."""
+
+    __slots__ = ("text", "line", "column")
+
+    def __init__(self, text: str, line: int, column: int):
+        self.text = text
+        self.line = line
+        self.column = column
+
+    def lines(self):
+        """(instruction text, line, column) of each instruction, in order.
+
+        The grammar's BODY terminal has checked that the body is a sequence of INSTRUCTION
+        lines, so the instructions are cut where each one starts (a name, `=`, a shape at a
+        line's start). A body holding inline computations is cut by the INSTRUCTION
+        terminal itself, since their lines start that way too."""
+        text = self.text
+        if _INLINE_CALLEE.search(text):
+            return self._exact_lines()
+        starts = [m.start() for m in _cuts().instruction_start.finditer(text)]
+        starts.append(len(text) - 1)  # the closing brace
+        line = self.line + text.count("\n", 0, starts[0])
+        pieces = []
+        for k in range(len(starts) - 1):
+            begin, end = starts[k], starts[k + 1]
+            piece = text[begin:end]
+            stripped = piece.lstrip(" \t")
+            instruction = stripped.rstrip()
+            if instruction[-1] == ",":
+                # An attribute continued on the next line, which merely looks like the start
+                # of an instruction (`outfeed_shape=(f32[2], ...)`): cut exactly instead.
+                return self._exact_lines()
+            pieces.append((instruction, line, len(piece) - len(stripped) + 1))
+            line += piece.count("\n")
+        return pieces
+
+    def _exact_lines(self) -> list:
+        return list(self._exact_line_iter())
+
+    def _exact_line_iter(self):
+        text = self.text
+        match = _instruction_pattern().match
+        pos = text.index("\n") + 1
+        line = self.line + 1
+        end = len(text) - 1  # the closing brace
+        while True:
+            start = pos
+            while text[pos] in " \t":
+                pos += 1
+            if pos >= end:
+                return
+            m = match(text, pos)
+            if m is None:  # cannot happen for text the BODY terminal matched
+                raise HloSyntaxError("malformed instruction", line, pos - start + 1)
+            yield m.group(0), line, pos - start + 1
+            line += text.count("\n", pos, m.end())
+            pos = text.index("\n", m.end()) + 1
+            line += 1
+
+    def read(self, computation):
+        """(instructions, root) for a lazily loaded computation."""
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            instructions = [_split_instruction(t, ln, col) for t, ln, col in self.lines()]
+            root = _link(instructions, computation.name, computation.line)
+        except HloSyntaxError as e:
+            module = computation.module
+            raise _attach_source(e, "\n" * (self.line - 1) + self.text,
+                                 module.source_path if module and module.source_path else "<string>") from None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return instructions, root
+
+    def names(self) -> list[str]:
+        """The instruction names, without reading the instructions."""
+        return _NAME_AT_LINE_START.findall(self.text)
+
+    def mentions_opcode(self, pattern) -> bool:
+        return re.search(r"[ \t](?:" + pattern.pattern + r")[ \t]*\(", self.text) is not None
+
+
+_NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
+
+
+@functools.lru_cache(maxsize=1)
+def _instruction_pattern() -> "re.Pattern[str]":
+    return re.compile(_lark().get_terminal("INSTRUCTION").pattern.to_regexp())
 
 
 def _literal_end(text: str, pos: int) -> int:
@@ -467,6 +586,18 @@ def _error_at(token, message: str) -> HloSyntaxError:
 
 
 def _finish_computation(name_token, instructions, is_entry, attrs, signature) -> Computation:
+    name = str(name_token).lstrip("%")
+    if not instructions:
+        raise _error_at(name_token, f"computation '{name}' has no instructions")
+    root = _link(instructions, name, name_token.line)
+    comp = Computation(name, instructions, is_entry, root, attrs, name_token.line, signature)
+    for inst in instructions:
+        inst.computation = comp
+    return comp
+
+
+def _link(instructions, name: str, line: int) -> Instruction:
+    """Resolve operand names within one computation, fill users, find the root."""
     by_name: dict[str, Instruction] = {}
     root = None
     for inst in instructions:
@@ -501,15 +632,10 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
         inst.operands = resolved
         for o in resolved:
             o.users.append(inst)
-    if not instructions:
-        raise _error_at(name_token, f"computation '{str(name_token).lstrip('%')}' has no instructions")
     if root is None:
         root = instructions[-1]
         root.is_root = True
-    comp = Computation(str(name_token).lstrip("%"), instructions, is_entry, root, attrs, name_token.line, signature)
-    for inst in instructions:
-        inst.computation = comp
-    return comp
+    return root
 
 
 def _check_control_predecessors(inst, by_name) -> None:
@@ -541,7 +667,12 @@ def _finish_module(name, attr_tokens, comps, tables) -> Module:
         entry.is_entry = True
     for token in attr_tokens:
         _check_module_attribute(token)
-    _uniquify_names(comps)
+    _uniquify_computation_names(comps)
+    if any(not c.is_read for c in comps) and _renames_needed(comps):
+        for c in comps:
+            c.instructions  # read every body: names are made unique in text order
+    if all(c.is_read for c in comps) and _renames_needed(comps):
+        _uniquify_instruction_names(comps)
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"
@@ -620,15 +751,62 @@ class _SequentialIds:
         return self.next - 1
 
 
-def _uniquify_names(comps) -> None:
-    """Rename computations and instructions whose names repeat, as XLA's parser does.
-
-    Computations and instructions have a uniquer each, module-wide; computations are
-    visited in module order, instructions in text order.
-    """
-    computations, instructions = _NameUniquer(), _NameUniquer()
+def _uniquify_computation_names(comps) -> None:
+    """Rename computations whose names repeat (inline ones are all `_`), as XLA does."""
+    uniquer = _NameUniquer()
     for comp in comps:
-        comp.name = computations.unique(comp.name)
+        comp.name = uniquer.unique(comp.name)
+
+
+def _renames_needed(comps) -> bool:
+    """Whether making instruction names unique would rename any, judged from the names
+    alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
+    on the side of yes.
+
+    Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
+    and `x.01`), and with the names XLA takes for the computations it builds around async
+    sugar (`async_param`, the wrapped opcode's name).
+    """
+    names: list[str] = []
+    for comp in comps:
+        names.extend(i.name for i in comp.instructions) if comp.is_read else names.extend(comp._body.names())
+    distinct = set(names)
+    if len(distinct) != len(names):
+        return True
+    joined = "\n".join(names)
+    keys: set[tuple[str, int]] = set()
+    for name in _ZERO_SUFFIX.findall(joined):
+        root, _, suffix = name.rpartition(".")
+        key = (root, int(suffix))
+        if key in keys or (root if key[1] == 0 else f"{root}.{key[1]}") in distinct:
+            return True
+        keys.add(key)
+    wrapped = set()
+    for comp in comps:
+        if comp.is_read:
+            starts = {i.opcode for i in comp.instructions}
+        else:
+            starts = {m + "-start" for m in _START_IN_TEXT.findall(comp._body.text)}
+        wrapped.update(op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op))
+    if wrapped:
+        hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
+        if hidden.search(joined):
+            return True
+    return False
+
+
+# Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
+_SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
+_SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
+_START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
+_ZERO_SUFFIX = re.compile(r"^.+\.0\d*$", re.M)
+
+
+def _uniquify_instruction_names(comps) -> None:
+    """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
+    module, computations in module order, instructions in text order."""
+    instructions = _NameUniquer()
+    for comp in comps:
         # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
         # computation while it reads the enclosing one; its names are taken first.
         for inst in comp.instructions:
@@ -648,6 +826,9 @@ def _describe_expected(expected) -> str:
     return ", expected " + " or ".join(words)
 
 
+_UNKNOWN_TYPE = re.compile(r"([a-z][a-z0-9]*)[ \t]*\[")
+
+
 def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxError:
     line, column = err.line, err.column
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
@@ -664,11 +845,18 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxE
             line = text.count("\n") + 1
             column = len(text) - text.rfind("\n")
         else:
-            shown = str(tok)
+            shown = str(tok).strip().split("\n")[0]
             if len(shown) > 40:
                 shown = shown[:37] + "..."
-            message = f"unexpected {_TOKEN_WORDS.get(tok.type, tok.type.lower())} {shown.strip()!r}"
-            message += _describe_expected(err.expected)
+            bad_type = _UNKNOWN_TYPE.match(str(tok))
+            if "ARRAY_SHAPE" in err.expected and bad_type:
+                message = f"unknown element type {bad_type.group(1)!r}"
+            elif tok.type in err.expected or tok.type in ("NAME", "OPCODE", "ARRAY_SHAPE", "ATTRIBUTE"):
+                message = f"unexpected {_TOKEN_WORDS.get(tok.type, tok.type.lower())} {shown!r}"
+                message += _describe_expected(err.expected)
+            else:
+                # A token Lark found only with a lexer of every terminal: name the text alone.
+                message = f"unexpected {shown!r}" + _describe_expected(err.expected)
             # A coarse attribute token starts at its comma; point at the name after it.
             if tok.type == "ATTRIBUTE":
                 skipped = len(tok) - len(tok.lstrip(", \t\r\n"))
@@ -692,9 +880,21 @@ def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxEr
     return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
 
 
-def parse_all(text: str, filename: str = "<string>") -> list[Module]:
-    """Parse HLO text holding one or more modules. Raises HloSyntaxError."""
-    _lark().options.transformer.pending_inline = []
+def parse_all(text: str, filename: str = "<string>", lazy: bool = False) -> list[Module]:
+    """Parse HLO text holding one or more modules. Raises HloSyntaxError.
+
+    With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
+    into instructions only when first used (fused computations are most of a large dump);
+    an error only those instructions can show (an undefined operand) then surfaces on use.
+    """
+    builder = _lark().options.transformer
+    builder.pending_inline = []
+    builder.lazy = lazy
+    builder.inline_possible = _INLINE_CALLEE.search(text) is not None
+    gc_was_enabled = gc.isenabled()
+    # The IR is millions of small objects and no cycles that need collecting while it is
+    # built; the cyclic collector would otherwise run over the growing heap again and again.
+    gc.disable()
     try:
         modules = _lark().parse(text, start="start")
     except lark.exceptions.UnexpectedInput as e:
@@ -706,18 +906,21 @@ def parse_all(text: str, filename: str = "<string>") -> list[Module]:
         raise
     except HloSyntaxError as e:
         raise _attach_source(e, text, filename) from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     if filename != "<string>":
         for m in modules:
             m.source_path = filename
     return modules
 
 
-def parse(text: str, filename: str = "<string>") -> Module:
+def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
     """Parse HLO text holding exactly one module (the first, if there are several)."""
-    return parse_all(text, filename)[0]
+    return parse_all(text, filename, lazy)[0]
 
 
-def load_all(path: str | os.PathLike) -> list[Module]:
+def load_all(path: str | os.PathLike, lazy: bool = False) -> list[Module]:
     """Read a file (plain or .gz) and parse every module in it."""
     path = os.fspath(path)
     if path.endswith(".gz"):
@@ -728,9 +931,9 @@ def load_all(path: str | os.PathLike) -> list[Module]:
     else:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-    return parse_all(text, path)
+    return parse_all(text, path, lazy)
 
 
-def load(path: str | os.PathLike) -> Module:
+def load(path: str | os.PathLike, lazy: bool = False) -> Module:
     """Read a file and parse its (first) module."""
-    return load_all(path)[0]
+    return load_all(path, lazy)[0]

@@ -18,7 +18,7 @@ ELEMENT_BITS: dict[str, int] = {
     "u1": 1, "u2": 2, "u4": 4, "u8": 8, "u16": 16, "u32": 32, "u64": 64,
     "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
     "c64": 64, "c128": 128,
-    "f4e2m1fn": 4, "f8e8m0fnu": 8,
+    "f4e2m1fn": 4, "f6e2m3fn": 6, "f6e3m2fn": 6, "f8e8m0fnu": 8,
     "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8,
     "f8e4m3fnuz": 8, "f8e3m4": 8,
     "token": 0, "opaque": 0,
@@ -160,7 +160,10 @@ def parse_array_shape(text: str) -> Shape:
         raise ShapeError(f"not an array shape: {text!r}")
     etype, dims_text, layout_text = m.groups()
     if etype not in ELEMENT_BITS:
-        raise ShapeError(f"unknown element type {etype!r}")
+        fp = re.fullmatch(r"f([468])e\d+m\d+[a-z0-9]*", etype)
+        if fp is None:
+            raise ShapeError(f"unknown element type {etype!r}")
+        ELEMENT_BITS[etype] = int(fp.group(1))  # a small float format newer than this table
     dims: list[int] = []
     dynamic: list[bool] = []
     for piece in dims_text.split(","):
@@ -235,6 +238,12 @@ def parse_shape(text: str) -> Shape:
         nonlocal pos
         while text[pos].isspace():
             pos += 1
+        if text.startswith("b(", pos):
+            pos += 1
+            inner = parse_at()
+            if len(inner.tuple_shapes) != 1:
+                raise ShapeError(f"a buffer holds one array: {text!r}")
+            return buffer_shape(inner.tuple_shapes[0])
         if text[pos] != "(":
             m = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?").match(text, pos)
             if not m:
