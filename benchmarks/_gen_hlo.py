@@ -1,0 +1,129 @@
+"""Child process for benchmarks/parse.py: compile an unrolled, FSDP-sharded transformer
+train step with JAX on 8 fake CPU devices and write `compiled.as_text()` to a file.
+
+Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH
+XLA_FLAGS must carry --xla_force_host_platform_device_count=8 before jax is imported;
+parse.py sets it in the child's environment, and this file sets it too as a fallback.
+"""
+
+import os
+import sys
+import time
+
+_flag = "--xla_force_host_platform_device_count=8"
+if _flag not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+
+
+def main():
+    out, layers, heads, d, ff, seq, batch = sys.argv[1], *map(int, sys.argv[2:8])
+    hd = d // heads
+    devices = jax.devices()
+    assert len(devices) == 8, devices
+    mesh = Mesh(devices, ("fsdp",))
+    # FSDP: every weight sharded on its first axis, the batch sharded too; XLA inserts
+    # all-gathers for the weights and reduce-scatters / all-reduces for the gradients.
+    wspec = NamedSharding(mesh, P("fsdp"))
+    bspec = NamedSharding(mesh, P("fsdp"))
+
+    def init_layer(key):
+        k = jax.random.split(key, 6)
+        s = 0.02
+        return {
+            "ln1": jnp.ones((d,), jnp.float32),
+            "wq": jax.random.normal(k[0], (d, d), jnp.float32) * s,
+            "wk": jax.random.normal(k[1], (d, d), jnp.float32) * s,
+            "wv": jax.random.normal(k[2], (d, d), jnp.float32) * s,
+            "wo": jax.random.normal(k[3], (d, d), jnp.float32) * s,
+            "ln2": jnp.ones((d,), jnp.float32),
+            "w1": jax.random.normal(k[4], (d, ff), jnp.float32) * s,
+            "w2": jax.random.normal(k[5], (ff, d), jnp.float32) * s,
+        }
+
+    def shapes():
+        layer = jax.eval_shape(init_layer, jax.random.key(0))
+        params = {
+            "embed": jax.ShapeDtypeStruct((1024, d), jnp.float32),
+            "layers": [layer] * layers,
+            "ln_f": jax.ShapeDtypeStruct((d,), jnp.float32),
+        }
+        return params
+
+    def rmsnorm(x, g):
+        return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
+
+    def rope(x):  # x: [batch, seq, hd]
+        half = hd // 2
+        freq = 1.0 / (10000.0 ** (jnp.arange(half, dtype=jnp.float32) / half))
+        ang = jnp.arange(seq, dtype=jnp.float32)[:, None] * freq[None, :]
+        cos, sin = jnp.cos(ang).astype(x.dtype), jnp.sin(ang).astype(x.dtype)
+        x1, x2 = x[..., :half], x[..., half:]
+        return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+    def block(p, x):
+        h = rmsnorm(x, p["ln1"]).astype(jnp.bfloat16)
+        q = h @ p["wq"].astype(jnp.bfloat16)
+        k = h @ p["wk"].astype(jnp.bfloat16)
+        v = h @ p["wv"].astype(jnp.bfloat16)
+        mask = jnp.tril(jnp.ones((seq, seq), bool))
+        outs = []
+        for i in range(heads):  # heads unrolled too, as in hand-written per-head attention
+            sl = slice(i * hd, (i + 1) * hd)
+            qi, ki, vi = rope(q[..., sl]), rope(k[..., sl]), v[..., sl]
+            att = jnp.einsum("bqd,bkd->bqk", qi, ki).astype(jnp.float32) / jnp.sqrt(hd)
+            att = jnp.where(mask, att, -1e9)
+            att = jax.nn.softmax(att, axis=-1).astype(jnp.bfloat16)
+            outs.append(jnp.einsum("bqk,bkd->bqd", att, vi))
+        o = jnp.concatenate(outs, axis=-1)
+        x = x + (o @ p["wo"].astype(jnp.bfloat16)).astype(jnp.float32)
+        h = rmsnorm(x, p["ln2"]).astype(jnp.bfloat16)
+        h = jax.nn.gelu(h @ p["w1"].astype(jnp.bfloat16), approximate=False)
+        return x + (h @ p["w2"].astype(jnp.bfloat16)).astype(jnp.float32)
+
+    def loss_fn(params, tokens):
+        x = params["embed"][tokens]
+        for p in params["layers"]:  # unrolled on purpose: one copy of the layer per layer
+            x = block(p, x)
+        x = rmsnorm(x, params["ln_f"])
+        logits = x @ params["embed"].T
+        labels = jnp.roll(tokens, -1, axis=1)
+        logp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+
+    def train_step(params, opt, tokens):
+        loss, grads = jax.value_and_grad(loss_fn)(params, tokens)
+        # Adam, written out (no optax dependency).
+        b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-8
+        mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], grads)
+        nu = jax.tree.map(lambda n, g: b2 * n + (1 - b2) * g * g, opt["nu"], grads)
+        params = jax.tree.map(lambda w, m, n: w - lr * m / (jnp.sqrt(n) + eps), params, mu, nu)
+        return params, {"mu": mu, "nu": nu}, loss
+
+    pshapes = shapes()
+    psh = jax.tree.map(lambda _: wspec, pshapes)
+    tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
+    opt = {"mu": pshapes, "nu": pshapes}
+    osh = {"mu": psh, "nu": psh}
+    step = jax.jit(
+        train_step, in_shardings=(psh, osh, bspec), out_shardings=(psh, osh, None), donate_argnums=(0, 1)
+    )
+    t0 = time.perf_counter()
+    lowered = step.lower(pshapes, opt, tokens)
+    t1 = time.perf_counter()
+    compiled = lowered.compile()
+    t2 = time.perf_counter()
+    text = compiled.as_text()
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, out)
+    print(f"layers={layers} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Memory of a scheduled module: XLA's `memory_analysis()` figures, the peak and what is live.
+
+`analyze_memory(module)` runs dataflow (values, buffers), liveness (live ranges over the
+flattened schedule) and XLA's heap simulation and best-fit packing of the temp buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dataflow import Dataflow, Value, analyze_dataflow, can_share_operand_buffer, parse_input_output_alias
+from .errors import NotScheduledError
+from .liveness import Heap, LiveRanges, compute_live_ranges, simulate_heap
+
+ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
+"""Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
+cpu_function_runtime's MinAlign; GPU: 256, kXlaAllocatedBufferAlignBytes; both as seen in
+the fixtures' buffer-assignment dumps)."""
+
+
+@dataclass(frozen=True)
+class LiveBuffer:
+    """A temp value live at the peak."""
+
+    instruction: str
+    """Name of the instruction that defines it (with `{index}` for a tuple element)."""
+    bytes: int
+    shape: str
+    op_name: str | None
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instruction": self.instruction, "bytes": self.bytes, "shape": self.shape,
+                "op_name": self.op_name, "source": self.source}
+
+
+@dataclass(frozen=True)
+class MemoryAnalysis:
+    """Memory figures of one module, in bytes.
+
+    `temp_bytes` estimates XLA's `temp_size_in_bytes` (the packed temp allocation);
+    `argument_bytes`, `output_bytes`, `alias_bytes` are XLA's figures of the same names;
+    `peak_bytes` is arguments + outputs − aliased + temp, the device memory the executable
+    needs. `peak_at` is the schedule step where the most temp bytes are live.
+    """
+
+    name: str
+    temp_bytes: int
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    peak_bytes: int
+    peak_at: dict[str, Any]
+    live_at_peak: tuple[LiveBuffer, ...]
+    temp_max_live_bytes: int = 0
+    """Temp bytes live at the peak step (no fragmentation); `temp_bytes` ≥ this."""
+    timeline: tuple[int, ...] = field(default=(), repr=False)
+    """Temp bytes live at each step of the flattened schedule."""
+    steps: tuple[str, ...] = field(default=(), repr=False)
+    """What runs at each step of the flattened schedule."""
+    platform: str = "cpu"
+    other_memory_space_bytes: dict[int, int] = field(default_factory=dict)
+    """Packed temp bytes of memory spaces other than 0 (TPU), by space."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "temp_bytes": self.temp_bytes,
+            "argument_bytes": self.argument_bytes,
+            "output_bytes": self.output_bytes,
+            "alias_bytes": self.alias_bytes,
+            "peak_bytes": self.peak_bytes,
+            "peak_at": dict(self.peak_at),
+            "live_at_peak": [b.to_dict() for b in self.live_at_peak],
+        }
+
+
+def detect_platform(module) -> str:
+    """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO."""
+    for inst in module.entry.instructions:
+        if ":T(" in inst.shape.text:
+            return "tpu"
+    for inst in module.instructions():
+        raw = inst.attributes.raw.get("backend_config", "") if hasattr(inst.attributes, "raw") else ""
+        if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
+            return "gpu"
+        if inst.opcode == "custom-call" and "__cublas" in inst.attributes.get("custom_call_target", ""):
+            return "gpu"
+    return "cpu"
+
+
+def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: list[int]) -> set[int]:
+    """Buffers XLA places into an output (or donated-argument) allocation instead of the heap.
+
+    Before the heap simulation, buffer assignment offers each buffer, largest first, to the
+    allocations made so far, smallest first; a writable one (a non-tuple output, or an entry
+    parameter donated through `input_output_alias`) takes a buffer that fits and whose values
+    are never live while its own are::
+
+        param.3 (donated)  [ppppppppp]            .         out [o]
+        temp x (fits)                  [xxxxx]    → x goes into param.3's allocation
+    """
+    ranges = live.ranges
+    allocations = []
+    for n, b in enumerate(sorted(df.live_out - df.constant_buffers,
+                                 key=lambda b: (-max(v.size for v in df.buffers[b]), df.buffers[b][0].id))):
+        vs = df.buffers[b]
+        if any(v.shape.is_tuple for v in vs) or any(v not in ranges for v in vs):
+            continue
+        if b in df.entry_param_buffers and all(v.instruction.opcode == "parameter" for v in vs):
+            continue  # a read-only argument returned as is
+        allocations.append((max(v.size for v in vs), -n, [ranges[v] for v in vs], vs[0].shape.memory_space))
+    taken: set[int] = set()
+    if not allocations:
+        return taken
+    allocations.sort(key=lambda a: (a[0], a[1]))
+    order = sorted(temp_buffers, key=lambda b: (-max(v.size for v in df.buffers[b]), df.buffers[b][0].id))
+    for b in order:
+        vs = df.buffers[b]
+        if any(v not in ranges for v in vs) or any(v.shape.is_tuple for v in vs):
+            continue
+        size = max(v.size for v in vs)
+        mine = [ranges[v] for v in vs]
+        for alloc_size, _, alloc_ranges, space in allocations:
+            if size > alloc_size or vs[0].shape.memory_space != space:
+                continue
+            if any(s <= e2 and s2 <= e for s, e in alloc_ranges for s2, e2 in mine):
+                continue
+            alloc_ranges.extend(mine)
+            taken.add(b)
+            break
+    return taken
+
+
+def analyze_memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
+    """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`.
+
+    Raises NotScheduledError for a module without `is_scheduled=true`: liveness needs the
+    optimized, scheduled HLO (`compiled.as_text()` or a `*after_optimizations*.txt` dump).
+    """
+    if not module.is_scheduled:
+        raise NotScheduledError(
+            f"module {module.name!r} is not scheduled: memory analysis needs the optimized, scheduled HLO "
+            "(`jax.jit(f).lower(...).compile().as_text()` or an `*after_optimizations.txt` dump), "
+            "whose header says `is_scheduled=true`"
+        )
+    platform = platform or detect_platform(module)
+    alignment = alignment or ALIGNMENT.get(platform, 1)
+    df = analyze_dataflow(module)
+    live = compute_live_ranges(df)
+
+    entry = module.entry
+    argument = sum(v.size for p in entry.parameters for v in df.value_sets[p].values()
+                   if v.instruction is p)
+    params = {p.parameter_number: p for p in entry.parameters}
+    alias = 0
+    for _, pn, pi in parse_input_output_alias(module.attributes.get("input_output_alias")):
+        p = params.get(pn)
+        if p is not None:
+            alias += p.shape.at(pi).byte_size
+    output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
+
+    excluded = df.live_out | df.entry_param_buffers | df.constant_buffers
+    temp_buffers = [b for b in range(len(df.buffers)) if b not in excluded]
+    reused = _reuse_live_out_allocations(df, live, temp_buffers)
+    by_space: dict[int, list[Value]] = {}
+    for b in temp_buffers:
+        if b in reused:
+            continue
+        for v in df.buffers[b]:
+            by_space.setdefault(v.shape.memory_space, []).append(v)
+    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, can_share_operand_buffer)
+                              for space, vs in by_space.items()}
+    heap = heaps.get(0)
+    steps = live.schedule.steps
+    if heap is None:
+        temp, max_live, at, timeline = 0, 0, 0, [0] * (len(steps) + 1)
+    else:
+        temp, max_live, at, timeline = heap.size, heap.max_live, heap.max_live_at, heap.timeline
+    at_live = []
+    if heap is not None:
+        for v in heap.offsets:
+            s, e = live.ranges[v]
+            if s <= at <= e:
+                at_live.append(v)
+    # One entry per buffer slot: values of one group at the same step are the same bytes.
+    seen_slots: set[int] = set()
+    rows = []
+    for v in sorted(at_live, key=lambda v: (-v.size, v.id)):
+        slot = heap.offsets[v] if heap else 0
+        if slot in seen_slots:
+            continue
+        seen_slots.add(slot)
+        inst = v.instruction
+        name = inst.name if not v.index else f"{inst.name}{{{','.join(map(str, v.index))}}}"
+        rows.append(LiveBuffer(name, v.size, v.shape.text, inst.op_name, inst.source))
+    peak_name = steps[at] if at < len(steps) else (steps[-1] if steps else "")
+    return MemoryAnalysis(
+        name=module.name,
+        temp_bytes=temp,
+        argument_bytes=argument,
+        output_bytes=output,
+        alias_bytes=alias,
+        peak_bytes=argument + output - alias + temp,
+        peak_at={"index": at, "instruction": peak_name},
+        live_at_peak=tuple(rows),
+        temp_max_live_bytes=max_live,
+        timeline=tuple(timeline),
+        steps=tuple(steps),
+        platform=platform,
+        other_memory_space_bytes={s: h.size for s, h in heaps.items() if s != 0},
+    )
