@@ -83,7 +83,10 @@ def decode_bool(text: str) -> bool:
 
 def decode_names(text: str) -> tuple[str, ...]:
     """`%add` or `{%a, %b}` → ('add',) / ('a', 'b'): computation or instruction names."""
-    return tuple(p.lstrip("%") for p in split_top_level(_strip_braces(text)))
+    inner = _strip_braces(text)
+    if not any(c in inner for c in "{[(\"'"):
+        return tuple(p.strip().lstrip("%") for p in inner.split(",") if p.strip())
+    return tuple(p.lstrip("%") for p in split_top_level(inner))
 
 
 def decode_key_values(text: str) -> dict[str, Any]:

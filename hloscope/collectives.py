@@ -226,6 +226,8 @@ class _Runs:
         # callee name → [(calling instruction, times the instruction runs the callee)]
         self.callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
         for comp in module.computations:
+            if not comp.may_mention(_CALLS):
+                continue  # an unread body that calls nothing a collective could be in
             for inst in comp.instructions:
                 names = inst.called_computation_names
                 if not names:
@@ -336,11 +338,23 @@ def _groups(inst):
     return rg.group_size, rg.num_groups, rg.form
 
 
+# Skipping unread bodies (hloscope.load(..., lazy=True)): every collective spelling contains
+# its kind's name, so a body whose text names no kind holds no collective.
+_KIND_NAMES = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS
+# Calls that can reach a collective: not to_apply of a reducer, sort or map (thread-local
+# callees never hold one), but a `call` (whose callee is its to_apply), fusions, loops,
+# conditionals, async wrappers and custom-calls.
+_CALLS = ("calls=", "body=", "condition=", "branch_computations=", "true_computation=", "false_computation=",
+          "called_computations=", " call(")
+
+
 def analyze_collectives(module) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
     runs = _Runs(module)
     found: list[Collective] = []
     for comp in module.computations:
+        if not comp.may_mention(_KIND_NAMES):
+            continue  # an unread body that names no collective
         # Inside an async-start's wrapped computation: asynchronous. If the start is itself
         # a counted collective (sugar printed with its callee), the callee's op is not recounted.
         starts = runs.async_callers(comp.name)

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     import networkx
 
 
+_CALLING_KEYS = tuple(key + "=" for key in COMPUTATION_ATTRIBUTES)
+
+
 class Instruction:
     """One HLO instruction.
 
@@ -87,10 +90,15 @@ class Instruction:
 
     @property
     def called_computation_names(self) -> tuple[str, ...]:
-        names: tuple[str, ...] = ()
         attrs = self.attributes
+        if attrs.tail and not any(key in attrs.tail for key in _CALLING_KEYS):
+            return ()  # decided without cutting the attributes apart
+        raw = attrs.raw
+        if raw.keys().isdisjoint(COMPUTATION_ATTRIBUTES):
+            return ()
+        names: tuple[str, ...] = ()
         for key in COMPUTATION_ATTRIBUTES:
-            if key in attrs:
+            if key in raw:
                 names += attrs.decoded(key)
         return names
 
@@ -179,13 +187,14 @@ class Computation:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
 
-    def mentions_opcode(self, pattern) -> bool:
-        """Whether an instruction's opcode may match `pattern` (a compiled regex of opcode
-        spellings): read from the instructions, or searched in the unread text (`·opcode(`),
-        where a false positive is possible and a false negative is not."""
+    def may_mention(self, literals: tuple[str, ...]) -> bool:
+        """False only when an unread body's text certainly holds none of `literals`: lets an
+        analysis skip bodies it need not read. A read computation always answers True; the
+        caller looks at its instructions."""
         if self._instructions is None:
-            return self._body.mentions_opcode(pattern)
-        return any(pattern.fullmatch(i.opcode) for i in self._instructions)
+            text = self._body.text
+            return any(lit in text for lit in literals)
+        return True
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"

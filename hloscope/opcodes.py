@@ -8,6 +8,7 @@ a `reduce-scatter`; `info()` resolves both.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -48,6 +49,42 @@ class OpInfo:
     known: bool = True
     """False for an opcode this table has never heard of (kept, as newer XLA may print it)."""
 
+    # Dataflow and buffer facts (XLA_MEMORY.md). The defaults are those of a plain op, and the
+    # conservative answers for an unknown opcode: a fresh value at every index, reading every
+    # operand, sharing no operand's buffer unless `output_to_operand_aliasing` says so.
+    value_rule: str = "define"
+    """How its output gets its values (`dataflow._Builder` has one method per rule): `define`
+    (a new value at every index), `parameter` (the caller's values), `forward` (operand 0's
+    values), `element` (element `{start_element}` of operand 0, or `{index=}` for
+    get-tuple-element), `tuple` (a new top-level value, operand n at `{n}`), `done` (element
+    `{start_element}` of its start, plus a new top-level value when a tuple), `copy-start`
+    (new `{}`, `{0}` and context; `{1}` is the operand), `async-start` (`{0}` the operands, `{1}`
+    the wrapped computation's result or new, the rest new context), `while`, `call`,
+    `conditional` (the callee's values, flattened into the module's timeline)."""
+    start_element: int | None = None
+    """For a `-done` (and copy-done): the element of its start's output tuple it returns."""
+    uses_operand_values: bool = True
+    """False when it forwards its operands' values without reading them (tuple, domain)."""
+    uses_only_top_level: bool = False
+    """Reads only its operand's top-level value, the tuple's pointer table (get-tuple-element, copy)."""
+    elementwise: bool = False
+    """Output element i reads only element i of each operand (XLA IsElementwise), so the output
+    may be written over a dying operand's buffer."""
+    in_place_operand: int | None = None
+    """The operand whose buffer the output is written into (XLA GetInPlaceInputOutputPairs)."""
+    may_update_in_place: bool = True
+    """False when XLA never pairs its output with an operand's buffer, whatever its attributes:
+    the alias analysis does not look for `output_to_operand_aliasing` or a fused in-place root."""
+    shares_operand_buffer: bool = True
+    """The heap simulator may put its output in the slot of an operand that dies at this step,
+    when the op allows it (False for copy, whose point is a fresh buffer)."""
+    async_computation: bool = False
+    """Runs its called computation (`calls=`) asynchronously; that computation's values live
+    until the matching done (async-start)."""
+    sugar: bool = False
+    """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
+    the text has no wrapped computation."""
+
 
 def _op(name, **kw) -> OpInfo:
     return OpInfo(name=name, canonical=kw.pop("canonical", name), **kw)
@@ -66,33 +103,55 @@ shift-right-logical sign sine slice sqrt stochastic-convert subtract tan tanh to
 triangular-solve tuple xor scaled-dot composite-call
 """.split()
 
+_ELEMENTWISE = """
+abs add atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cosine divide
+erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum
+minimum multiply negate not or popcnt power real reduce-precision remainder round-nearest-afz
+round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign
+sine sqrt stochastic-convert subtract tan tanh xor
+""".split()
+
+# Ops whose output XLA never writes into an operand's buffer (besides the elementwise ones,
+# which may only take over a dying operand's slot in the heap).
+_NEVER_IN_PLACE = """
+parameter constant tuple get-tuple-element bitcast broadcast reshape transpose copy slice dot
+convolution iota concatenate while call conditional partition-id replica-id
+""".split()
+
 _TABLE: dict[str, OpInfo] = {name: _op(name) for name in _PLAIN}
 _TABLE.update(
     {
         # Ops whose result is an operand's or a callee's buffer (XLA_MEMORY.md, "Values").
-        "bitcast": _op("bitcast", forwards_buffers=True),
-        "get-tuple-element": _op("get-tuple-element", forwards_buffers=True),
-        "while": _op("while", forwards_buffers=True),
-        "call": _op("call", forwards_buffers=True),
-        "conditional": _op("conditional", forwards_buffers=True),
-        "domain": _op("domain", forwards_buffers=True),
-        "add-dependency": _op("add-dependency", forwards_buffers=True),
-        "opt-barrier": _op("opt-barrier", forwards_buffers=True),
+        "parameter": _op("parameter", value_rule="parameter"),
+        "bitcast": _op("bitcast", forwards_buffers=True, value_rule="forward"),
+        "get-tuple-element": _op("get-tuple-element", forwards_buffers=True, value_rule="element",
+                                 uses_only_top_level=True),
+        "tuple": _op("tuple", value_rule="tuple", uses_operand_values=False),
+        "while": _op("while", forwards_buffers=True, value_rule="while"),
+        "call": _op("call", forwards_buffers=True, value_rule="call"),
+        "conditional": _op("conditional", forwards_buffers=True, value_rule="conditional"),
+        "domain": _op("domain", forwards_buffers=True, value_rule="forward", uses_operand_values=False),
+        "add-dependency": _op("add-dependency", forwards_buffers=True, value_rule="forward"),
+        "opt-barrier": _op("opt-barrier", forwards_buffers=True, value_rule="forward"),
+        "copy": _op("copy", uses_only_top_level=True, shares_operand_buffer=False),
+        # In-place updates: the output is written into operand 0's buffer.
+        "dynamic-update-slice": _op("dynamic-update-slice", in_place_operand=0),
         # Ops whose callees are applied per element or fused: thread-local.
         "fusion": _op("fusion", thread_local_callees=True),
         "reduce": _op("reduce", thread_local_callees=True),
         "reduce-window": _op("reduce-window", thread_local_callees=True),
         "map": _op("map", thread_local_callees=True),
         "sort": _op("sort", thread_local_callees=True),
-        "scatter": _op("scatter", thread_local_callees=True),
+        "scatter": _op("scatter", thread_local_callees=True, in_place_operand=0),
         "select-and-scatter": _op("select-and-scatter", thread_local_callees=True),
         "custom-call": _op("custom-call", thread_local_callees=True),
         # Async machinery.
-        "async-start": _op("async-start", async_role="start"),
-        "async-update": _op("async-update", async_role="update"),
-        "async-done": _op("async-done", async_role="done"),
-        "copy-start": _op("copy-start", async_role="start", wrapped="copy"),
-        "copy-done": _op("copy-done", async_role="done", wrapped="copy", forwards_buffers=True),
+        "async-start": _op("async-start", async_role="start", value_rule="async-start", async_computation=True),
+        "async-update": _op("async-update", async_role="update", value_rule="forward"),
+        "async-done": _op("async-done", async_role="done", value_rule="done", start_element=1),
+        "copy-start": _op("copy-start", async_role="start", wrapped="copy", value_rule="copy-start"),
+        "copy-done": _op("copy-done", async_role="done", wrapped="copy", forwards_buffers=True,
+                         value_rule="element", start_element=0),
         "send": _op("send", collective="send", async_role="start", wrapped="send"),
         "send-done": _op("send-done", collective="send", async_role="done", wrapped="send"),
         "recv": _op("recv", collective="recv", async_role="start", wrapped="recv"),
@@ -103,20 +162,29 @@ for _kind in COLLECTIVE_KINDS:
     _TABLE[_kind] = _op(_kind, collective=_kind, thread_local_callees=_kind in ("all-reduce", "reduce-scatter"))
 # Collectives XLA has native start/done opcodes for (the rest use async-start sugar).
 for _kind in ("all-gather", "all-reduce", "collective-permute"):
+    # all-reduce-start returns its result as an array: the done only forwards it.
+    tuple_output = _kind != "all-reduce"
     _TABLE[f"{_kind}-start"] = _op(
         f"{_kind}-start", collective=_kind, async_role="start", wrapped=_kind,
         thread_local_callees=_kind == "all-reduce",
+        value_rule="async-start" if tuple_output else "define",
     )
     _TABLE[f"{_kind}-done"] = _op(
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
         forwards_buffers=_kind == "all-reduce",
+        value_rule="done" if tuple_output else "forward", start_element=1 if tuple_output else None,
     )
+for _name in _ELEMENTWISE:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
+for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], may_update_in_place=False)
 
 NATIVE_ASYNC = frozenset(name for name, op in _TABLE.items() if op.async_role)
 """Opcode spellings that are XLA opcodes of their own, not async sugar."""
 
 _SUGAR_SUFFIXES = {"-start": "start", "-update": "update", "-done": "done"}
 # `X-update` exists only as sugar; natively-async ops have no update form, send/recv no -start.
+_SUGAR_VALUE_RULES = {"start": "async-start", "update": "forward", "done": "done"}
 _NOT_SUGAR_BASES = frozenset({"all-gather", "all-reduce", "collective-permute", "copy", "send", "recv"})
 
 
@@ -137,6 +205,9 @@ def info(opcode: str) -> OpInfo:
                     collective=wrapped.collective,
                     async_role=role,
                     wrapped=base,
+                    value_rule=_SUGAR_VALUE_RULES[role],
+                    start_element=1 if role == "done" else None,
+                    sugar=True,
                 )
     return OpInfo(name=opcode, canonical=opcode, known=False)
 

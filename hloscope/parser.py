@@ -526,9 +526,6 @@ class _Body:
         """The instruction names, without reading the instructions."""
         return _NAME_AT_LINE_START.findall(self.text)
 
-    def mentions_opcode(self, pattern) -> bool:
-        return re.search(r"[ \t](?:" + pattern.pattern + r")[ \t]*\(", self.text) is not None
-
 
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 

@@ -390,3 +390,12 @@ def test_count_collectives_cli_json():
     res = CliRunner().invoke(cli, ["count-collectives", str(path), str(path)])
     assert res.exit_code == 0, res.output
     assert "all-gather" in res.output and "total" in res.output
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_lazy_loading_counts_the_same(path):
+    """The CLI reads bodies lazily and skips those that name no collective: same answer."""
+    eager = hloscope.load(path / "module.hlo.txt").collectives().to_dict()
+    lazy_module = hloscope.load(path / "module.hlo.txt", lazy=True)
+    assert lazy_module.collectives().to_dict() == eager
+    assert not all(c.is_read for c in lazy_module.computations)

@@ -143,3 +143,28 @@ def test_syntax_errors_name_line_and_column(text, line, column, fragment):
     first, source, caret = e.format().split("\n")
     assert first.startswith(f"bad.hlo:{line}:{column}: error: ")
     assert caret == " " * (column - 1) + "^"
+
+
+def test_lazy_bodies_read_the_same_module():
+    """parse(lazy=True) leaves printed bodies unread until used; what it reads is the same."""
+    from .conftest import fixture_dirs
+
+    for path in fixture_dirs():
+        text = (path / "module.hlo.txt").read_text()
+        eager, lazy = hloscope.parse(text), hloscope.parse(text, lazy=True)
+        assert not all(c.is_read for c in lazy.computations), path.name
+        assert [c.name for c in lazy.computations] == [c.name for c in eager.computations]
+        for a, b in zip(eager.computations, lazy.computations):
+            assert [(i.name, i.opcode, i.shape, [o.name for o in i.operands], dict(i.attributes))
+                    for i in a.instructions] == \
+                   [(i.name, i.opcode, i.shape, [o.name for o in i.operands], dict(i.attributes))
+                    for i in b.instructions], (path.name, a.name)
+
+
+def test_lazy_body_errors_surface_on_use():
+    text = "HloModule m\n\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n"
+    m = hloscope.parse(text, lazy=True)
+    with pytest.raises(hloscope.HloSyntaxError) as info:
+        m.entry.instructions
+    assert (info.value.line, info.value.column) == (5, 25)
+    assert "instruction 'nope' is not defined" in info.value.message

@@ -27,10 +27,11 @@ def input_files(multiple: bool = False):
 
 
 def load_modules(path: str):
-    """Every module in a file (a file can hold several)."""
+    """Every module in a file (a file can hold several). Bodies are read as the command
+    needs them: a command that looks at every instruction reads them all."""
     from ..parser import load_all
 
-    return load_all(path)
+    return load_all(path, lazy=True)
 
 
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[], Any]) -> None:
