@@ -81,10 +81,13 @@ def decode_bool(text: str) -> bool:
     return text.strip() in ("true", "{true}")
 
 
+_NESTED = re.compile(r"[{\[(\"']")
+
+
 def decode_names(text: str) -> tuple[str, ...]:
     """`%add` or `{%a, %b}` → ('add',) / ('a', 'b'): computation or instruction names."""
     inner = _strip_braces(text)
-    if not any(c in inner for c in "{[(\"'"):
+    if not _NESTED.search(inner):
         return tuple(p.strip().lstrip("%") for p in inner.split(",") if p.strip())
     return tuple(p.lstrip("%") for p in split_top_level(inner))
 

@@ -46,12 +46,17 @@ class _LazyGroup(click.Group):
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hloscope")
-def cli():
+@click.option("--no-cache", is_flag=True, help="Neither use nor keep parsed-module outlines (also: HLOSCOPE_CACHE=0).")
+def cli(no_cache):
     """Memory and collective analysis of XLA's compiled HLO text.
 
     FILE is HLO text as XLA prints it (`compiled.as_text()`, or an `*after_optimizations*.txt`
     of `--xla_dump_to`), plain or gzipped. Sizes are bytes per device.
     """
+    if no_cache:
+        import os
+
+        os.environ["HLOSCOPE_CACHE"] = "0"
 
 
 def main(argv=None) -> None:

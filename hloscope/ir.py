@@ -193,7 +193,10 @@ class Computation:
         caller looks at its instructions."""
         if self._instructions is None:
             text = self._body.text
-            return any(lit in text for lit in literals)
+            for lit in literals:
+                if lit in text:
+                    return True
+            return False
         return True
 
     def __repr__(self) -> str:

@@ -36,20 +36,22 @@ def grammar_path() -> Path:
 
 def _grammar_cache_file() -> str | bool:
     """Where Lark keeps its analysis of the grammar (a second start takes ~0.1 s instead of
-    ~2 s): a private directory of the user's, or no cache when HLOSCOPE_CACHE=0 or the
+    ~2 s), in hloscope's private cache directory; no cache when HLOSCOPE_CACHE=0 or the
     directory cannot be made private. Lark checks the grammar's hash before using it."""
-    if os.environ.get("HLOSCOPE_CACHE", "1") == "0":
-        return False
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "hloscope")
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        st = os.stat(directory)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return False
-    except OSError:
+    from .cache import enabled, private_dir
+
+    directory = private_dir() if enabled() else None
+    if directory is None:
         return False
     return os.path.join(directory, f"grammar-lark{lark.__version__}.cache")
+
+
+def _on_body(token):
+    """Lexer callback: report how far the parse has come (a BODY is most of a large file)."""
+    report = _lark().options.transformer.progress
+    if report is not None:
+        report(token.end_pos)
+    return token
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,6 +59,7 @@ def _lark() -> lark.Lark:
     return lark.Lark(
         grammar_path().read_text(),
         cache=_grammar_cache_file(),
+        lexer_callbacks={"BODY": _on_body},
         parser="lalr",
         lexer="contextual",
         start=["start", "inline_body"],
@@ -135,6 +138,8 @@ class _Builder(Transformer):
         self.lazy = False
         # Whether the text has any computation written inline (one search per parse).
         self.inline_possible = True
+        # Called with the number of characters read so far, when someone shows progress.
+        self.progress = None
 
     # shapes
 
@@ -269,7 +274,7 @@ class _Builder(Transformer):
             i += 1
         rest = children[i:]
         if rest and rest[0].__class__ is Token and rest[0].type == "BODY":
-            body = _Body(str(rest[0]), rest[0].line, rest[0].column)
+            body = _Body(str(rest[0]), rest[0].line, rest[0].column, rest[0].start_pos)
             attrs = Attributes([str(a) for a in rest[1:]])
             name = str(name_token).lstrip("%")
             if self.lazy and not (self.inline_possible and _INLINE_CALLEE.search(body.text)):
@@ -449,12 +454,14 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
 class _Body:
     """A computation's body as one BODY token: its text, cut into instructions on demand."""
 
-    __slots__ = ("text", "line", "column")
+    __slots__ = ("text", "line", "column", "offset")
 
-    def __init__(self, text: str, line: int, column: int):
+    def __init__(self, text: str, line: int, column: int, offset: int = 0):
         self.text = text
         self.line = line
         self.column = column
+        self.offset = offset
+        """Where the body starts in the whole text (for hloscope.cache)."""
 
     def lines(self):
         """(instruction text, line, column) of each instruction, in order.
@@ -877,14 +884,16 @@ def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxEr
     return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
 
 
-def parse_all(text: str, filename: str = "<string>", lazy: bool = False) -> list[Module]:
+def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progress=None) -> list[Module]:
     """Parse HLO text holding one or more modules. Raises HloSyntaxError.
 
     With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
     into instructions only when first used (fused computations are most of a large dump);
     an error only those instructions can show (an undefined operand) then surfaces on use.
+    `progress(characters_read)` is called as the parse advances.
     """
     builder = _lark().options.transformer
+    builder.progress = progress
     builder.pending_inline = []
     builder.lazy = lazy
     builder.inline_possible = _INLINE_CALLEE.search(text) is not None
@@ -904,6 +913,7 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False) -> list
     except HloSyntaxError as e:
         raise _attach_source(e, text, filename) from None
     finally:
+        builder.progress = None
         if gc_was_enabled:
             gc.enable()
     if filename != "<string>":
@@ -917,18 +927,37 @@ def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
     return parse_all(text, filename, lazy)[0]
 
 
-def load_all(path: str | os.PathLike, lazy: bool = False) -> list[Module]:
-    """Read a file (plain or .gz) and parse every module in it."""
-    path = os.fspath(path)
+def read_text(path: str) -> str:
+    """A file's text, plain or gzipped."""
     if path.endswith(".gz"):
         import gzip
 
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
-            text = f.read()
+        with gzip.open(path, "rb") as f:
+            data = f.read()
     else:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    return parse_all(text, path, lazy)
+        with open(path, "rb") as f:
+            data = f.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
+    """Read a file (plain or .gz) and parse every module in it.
+
+    With `lazy`, bodies are read on first use, and the module's outline is kept in
+    hloscope's cache (see hloscope.cache) so that the next load of the same text is instant.
+    """
+    path = os.fspath(path)
+    text = read_text(path)
+    if lazy:
+        from . import cache
+
+        modules = cache.lookup(text, path)
+        if modules is not None:
+            return modules
+        modules = parse_all(text, path, lazy=True, progress=progress)
+        cache.store(text, modules)
+        return modules
+    return parse_all(text, path, progress=progress)
 
 
 def load(path: str | os.PathLike, lazy: bool = False) -> Module:

@@ -6,6 +6,7 @@ prints them, without colour when stdout is not a terminal or NO_COLOR is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, Iterable
@@ -29,6 +30,26 @@ def print_renderable(items: Any) -> None:
             out.print(item)
     else:
         out.print(items)
+
+
+@contextlib.contextmanager
+def parse_progress(path: str, min_bytes: int = 8 << 20):
+    """A progress bar on stderr while a large file is parsed, when stderr is a terminal;
+    yields the callback for the parser (or None)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    if size < min_bytes or not sys.stderr.isatty() or path.endswith(".gz"):
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("parsing {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+        # The parser reports characters; for UTF-8 HLO (ASCII in practice) they are bytes.
+        task = bar.add_task(os.path.basename(path), total=size)
+        yield lambda done: bar.update(task, completed=done)
 
 
 def human_bytes(n: int | float | None) -> str:

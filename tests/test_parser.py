@@ -168,3 +168,13 @@ def test_lazy_body_errors_surface_on_use():
         m.entry.instructions
     assert (info.value.line, info.value.column) == (5, 25)
     assert "instruction 'nope' is not defined" in info.value.message
+
+
+def test_progress_is_reported_up_to_the_end():
+    from .conftest import FIXTURES
+
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    seen: list[int] = []
+    hloscope.parse_all(text, progress=seen.append)
+    assert seen == sorted(seen) and len(seen) >= 10
+    assert text[seen[-1] - 1] == "}" and not text[seen[-1]:].strip()

@@ -30,8 +30,10 @@ def load_modules(path: str):
     """Every module in a file (a file can hold several). Bodies are read as the command
     needs them: a command that looks at every instruction reads them all."""
     from ..parser import load_all
+    from ..report import parse_progress
 
-    return load_all(path, lazy=True)
+    with parse_progress(path) as progress:
+        return load_all(path, lazy=True, progress=progress)
 
 
 def emit(payload: dict[str, Any], as_json: bool, render: Callable[[], Any]) -> None:
