@@ -381,14 +381,16 @@ class _Cuts:
         def terminal(name: str) -> str:
             return grammar.get_terminal(name).pattern.to_regexp()
 
-        name, array, integer = terminal("NAME"), terminal("ARRAY_SHAPE"), terminal("INT")
-        tuple_ = r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)"
+        name, array = terminal("NAME"), terminal("ARRAY_SHAPE")
         self.head = re.compile(r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*")
-        self.tuple = re.compile(tuple_)
+        # A balanced group of parentheses, four deep: the grammar's _PARENS_4 (an inlined
+        # helper terminal Lark does not expose), for tuple shapes and operand lists.
+        self.group = re.compile(r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)")
         self.array = re.compile(array)
         self.opcode = re.compile(r"[ \t]+(" + terminal("OPCODE")[:-2] + r")[ \t]*\(")
-        # In an operand list, a name (or integer) directly before `,` or `)` is an operand:
-        # inside shapes only `]`, `}` and `)` come before those.
+        self.literal = re.compile(terminal("LITERAL"))
+        # In an operand list with its layouts removed, a name directly before `,` or the end
+        # is an operand: inside shapes only `]`, `}` and `)` come before a comma.
         self.operand_names = re.compile(r"(?<![\w.\-%])(" + name + r")(?=[ \t]*(?:,|\Z))")
         # Where each instruction of a printed body starts: a name, `=`, then a shape.
         self.instruction_start = re.compile(
@@ -411,7 +413,7 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
     is_root = m.group(1) is not None
     name = m.group(2).lstrip("%")
     pos = m.end()
-    sm = (cuts.tuple if text[pos] == "(" else cuts.array).match(text, pos)
+    sm = (cuts.group if text[pos] == "(" else cuts.array).match(text, pos)
     try:
         shape = parse_shape(sm.group(0))
     except ShapeError as e:
@@ -423,17 +425,20 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
     parameter_number = None
     operands: list = []
     if opcode == "constant":
-        end = _literal_end(text, pos)
-        literal = text[pos:end].strip()
-        pos = end + 1
+        lm = cuts.literal.match(text, pos)
+        literal = lm.group(0).strip()
+        _check_literal(Token("LITERAL", lm.group(0), line=line, column=column + pos))
+        pos = lm.end() + 1
     else:
         # The operand list is one balanced group; each operand ends in its name (or a
         # parameter's number) just before a comma or the closing parenthesis.
-        group = cuts.tuple.match(text, pos - 1)
-        end = group.end()
+        end = cuts.group.match(text, pos - 1).end()
         inner = text[pos : end - 1]
         if opcode == "parameter":
-            parameter_number = int(inner)
+            try:
+                parameter_number = int(inner)
+            except ValueError:
+                raise HloSyntaxError("expects a parameter number", line, column + pos) from None
         elif inner:
             if "{" in inner:
                 inner = _LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
@@ -442,9 +447,7 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
     tail = text[pos:]
     inst = Instruction(name, opcode, shape, operands, Attributes((), tail), line)
     inst.is_root = is_root
-    if literal is not None:
-        _check_literal(Token("LITERAL", literal, line=line, column=column))
-        inst.literal = literal
+    inst.literal = literal
     inst.parameter_number = parameter_number
     if "control-predecessors" in tail:
         inst.pending = _control_token(tail, Token("INSTRUCTION", text, line=line, column=column))
@@ -540,20 +543,6 @@ _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[
 @functools.lru_cache(maxsize=1)
 def _instruction_pattern() -> "re.Pattern[str]":
     return re.compile(_lark().get_terminal("INSTRUCTION").pattern.to_regexp())
-
-
-def _literal_end(text: str, pos: int) -> int:
-    """Index of the parenthesis that closes a constant's literal starting at `pos`."""
-    depth = 0
-    for k in range(pos, len(text)):
-        c = text[k]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return k
-            depth -= 1
-    return len(text)
 
 
 def _control_token(tail: str, token):
