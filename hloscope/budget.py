@@ -30,9 +30,6 @@ from .errors import HloscopeError
 BUDGET_KINDS = KNOWN_KINDS + ("total",)
 """Keys a collective budget may name: each collective kind, `send`, `recv`, and `total`."""
 
-MEMORY_UNAVAILABLE = "--max-temp needs the memory analysis, which this version does not have yet"
-
-
 class BudgetError(HloscopeError):
     """A budget that cannot be read or applied (bad file, unknown kind, bad size)."""
 
@@ -125,33 +122,12 @@ def _kind_counts(mapping: Mapping[str, Any] | None, what: str) -> dict[str, int]
     return out
 
 
-# ─── temp memory (the memory analysis is wired here, and only here) ─────────────────────
+# ─── temp memory ──────────────────────────────────────────────────────────────────────
 
 
 def temp_bytes(module) -> int:
-    """XLA's temp size estimate of `module`, from `hloscope.memory`; BudgetError without it."""
-    try:
-        from .memory import analyze_memory  # type: ignore[import-not-found]
-    except ModuleNotFoundError as e:
-        if e.name in ("hloscope.memory", __package__ + ".memory"):
-            raise BudgetError(MEMORY_UNAVAILABLE) from None
-        raise
-    except ImportError:  # the module exists but has no analyze_memory yet
-        raise BudgetError(MEMORY_UNAVAILABLE) from None
-    result = analyze_memory(module)
-    if hasattr(result, "temp_bytes"):
-        return int(result.temp_bytes)
-    return int(result.modules[0].temp_bytes)
-
-
-def memory_available() -> bool:
-    """Whether `max_temp` can be checked (the memory analysis exists)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(__package__ + ".memory") is not None
-    except (ImportError, ValueError):
-        return False
+    """XLA's temp size of `module`, as hloscope's memory analysis reproduces it."""
+    return module.memory().temp_bytes
 
 
 # ─── checking ──────────────────────────────────────────────────────────────────────────

@@ -10,7 +10,6 @@ import collections
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -134,14 +133,6 @@ def test_usage_errors_exit_2(args, fragment):
 def test_missing_file_exits_2():
     r = run("check", ROOT / "no-such-file.hlo", "--max", "all-gather=1")
     assert r.returncode == 2
-
-
-def test_max_temp_without_memory_analysis_exits_2_clearly(monkeypatch):
-    if budget_mod.memory_available():
-        pytest.skip("hloscope.memory exists: --max-temp is checked for real")
-    r = run("check", FIXTURE, "--max-temp", "40GiB")
-    assert r.returncode == 2
-    assert "--max-temp needs the memory analysis, which this version does not have yet" in r.stderr
 
 
 # ─── --format github ──────────────────────────────────────────────────────────────────
@@ -288,30 +279,6 @@ def test_assert_budget_accepts_a_compiled_object():
         hloscope.assert_budget(Compiled(), max_collectives={"all-gather": 0})
 
 
-# ─── max_temp wiring (the memory analysis is someone else's; simulate both states) ─────
-
-
-def test_max_temp_without_memory_module(monkeypatch):
-    monkeypatch.setitem(sys.modules, "hloscope.memory", None)  # import fails as if absent
-    with pytest.raises(budget_mod.BudgetError, match="needs the memory analysis"):
-        hloscope.check(hloscope.parse(INLINE), max_temp="1GiB")
-
-
-@pytest.mark.parametrize("shape", ["flat", "modules"])
-def test_max_temp_with_a_memory_module(monkeypatch, shape):
-    def analyze_memory(module):
-        summary = types.SimpleNamespace(temp_bytes=3000)
-        return summary if shape == "flat" else types.SimpleNamespace(modules=[summary])
-
-    fake = types.ModuleType("hloscope.memory")
-    fake.analyze_memory = analyze_memory
-    monkeypatch.setitem(sys.modules, "hloscope.memory", fake)
-    module = hloscope.parse(INLINE)
-    assert hloscope.check(module, max_temp=3000) == ()
-    (v,) = hloscope.check(module, max_temp="2KiB")
-    assert (v.rule, v.subject, v.budget, v.actual) == ("max-temp", "temp", 2048, 3000)
-
-
 @pytest.mark.parametrize("text, n", [("40GiB", 40 * 2**30), ("512MB", 512 * 10**6), ("1.5KiB", 1536),
                                      ("123", 123), (7, 7), ("2 g", 2 * 2**30)])
 def test_parse_size(text, n):
@@ -319,8 +286,6 @@ def test_parse_size(text, n):
 
 
 def test_max_temp_with_the_real_memory_analysis():
-    if not budget_mod.memory_available():
-        pytest.skip("hloscope.memory is not there yet")
     fixture = ROOT / "fixtures" / "cpu_hsdp_accum1"
     xla_temp = json.loads((fixture / "memory_analysis.json").read_text())["temp_size_in_bytes"]
     assert run("check", fixture / "module.hlo.txt", "--max-temp", 2 * xla_temp).returncode == 0

@@ -40,7 +40,6 @@ def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_f
     --dynamic. An unknown dynamic count (a while loop without known_trip_count) is a violation.
     """
     from ..budget import Budget, BudgetError, budget_from_mapping, check as run_check, load_budget
-    from ..budget import MEMORY_UNAVAILABLE, memory_available
     from ..report import check_report
 
     budget = load_budget(budget_file) if budget_file else Budget()
@@ -52,8 +51,6 @@ def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_f
     budget = budget.merged(cli_budget)
     if budget.empty:
         raise click.UsageError("nothing to check: give --max, --expect, --max-temp or --budget")
-    if budget.max_temp is not None and not memory_available():
-        raise click.UsageError(MEMORY_UNAVAILABLE)
     modules = load_modules(file)
     violations = [v for m in modules for v in run_check(m, **budget.as_kwargs())]
     payload = {"ok": not violations, "budget": budget.to_dict(),
