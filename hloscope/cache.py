@@ -61,7 +61,10 @@ def _path(text: str) -> str | None:
     directory = private_dir("modules")
     if directory is None:
         return None
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+    h = hashlib.blake2b(digest_size=20)
+    for start in range(0, len(text), 1 << 22):  # in pieces: no second copy of a large text
+        h.update(text[start : start + (1 << 22)].encode("utf-8", "surrogatepass"))
+    digest = h.hexdigest()
     return os.path.join(directory, f"{digest}.json")
 
 

@@ -917,16 +917,15 @@ def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
 
 
 def read_text(path: str) -> str:
-    """A file's text, plain or gzipped."""
+    """A file's text, plain or gzipped (decoded as it is read: the bytes are never all held
+    beside the text)."""
     if path.endswith(".gz"):
         import gzip
 
-        with gzip.open(path, "rb") as f:
-            data = f.read()
-    else:
-        with open(path, "rb") as f:
-            data = f.read()
-    return data.decode("utf-8", errors="replace")
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+            return f.read()
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        return f.read()
 
 
 def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
