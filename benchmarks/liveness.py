@@ -1,6 +1,7 @@
 """Time the liveness analysis of a synthetic ≥150K-instruction scheduled module.
 
     python benchmarks/liveness.py [--instructions 150000] [--pack]
+    python benchmarks/liveness.py --file benchmarks/out/train_step_L32_H16_d256_ff1024_s128_b16.hlo
 
 The module is one long scheduled entry computation, as a big unrolled training step looks:
 chains of elementwise ops over a handful of array sizes, each value read again a few hundred
@@ -54,7 +55,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--instructions", type=int, default=150_000)
     parser.add_argument("--pack", action="store_true", help="also time the best-fit packing (analyze_memory)")
+    parser.add_argument("--file", help="time hloscope.load(FILE), then module.memory(), of a real module instead")
     args = parser.parse_args()
+    if args.file:
+        time_file(args.file)
+        return
 
     import hloscope
     from hloscope.dataflow import analyze_dataflow
@@ -93,6 +98,23 @@ def main() -> None:
         result = analyze_memory(module)
         t7 = time.perf_counter()
         print(f"analyze_memory      {t7 - t6:.2f} s   (temp {result.temp_bytes} bytes)")
+
+
+def time_file(path: str) -> None:
+    import gc
+
+    import hloscope
+
+    t0 = time.perf_counter()
+    module = hloscope.load(path)
+    gc.collect()
+    gc.freeze()
+    t1 = time.perf_counter()
+    result = module.memory()
+    t2 = time.perf_counter()
+    print(f"instructions        {module.instruction_count}")
+    print(f"load                {t1 - t0:.2f} s")
+    print(f"memory()            {t2 - t1:.2f} s   (temp {result.temp_bytes} bytes, peak at {result.peak_at})")
 
 
 if __name__ == "__main__":

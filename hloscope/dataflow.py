@@ -14,50 +14,18 @@ passes an element through unchanged, all of them carry the init value.
 Values of thread-local computations (fusion bodies, reducers, sort comparators, ...) are
 never materialized and get no values here.
 
-Per-opcode facts this module needs and `hloscope.opcodes` does not have yet are in the
-tables below, marked `OPCODE FACTS`, to move into `opcodes.py`.
+Per-opcode facts (which ops forward values, read operands, update in place, ...) come from
+the opcode table, `hloscope.opcodes.info(opcode)`.
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from . import opcodes
 from .ir import Computation, Instruction, Module
-
-# ---------------------------------------------------------------------------------------------
-# OPCODE FACTS (to move into opcodes.py)
-
-PASS_THROUGH_NO_USE = frozenset({"tuple", "domain"})
-"""Ops that forward every operand value without reading it (XLA's MayUseOperandValue → false)."""
-
-TOP_LEVEL_USE_ONLY = frozenset({"get-tuple-element", "copy"})
-"""Ops that read only the top-level (pointer table) value of their operand."""
-
-ELEMENTWISE = frozenset(
-    """abs add atan2 cbrt ceil clamp clz compare complex convert cosine divide erf exponential
-    exponential-minus-one floor imag is-finite log log-plus-one logistic maximum minimum multiply
-    negate not or popcnt power real reduce-precision remainder round-nearest-afz
-    round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign
-    sine sqrt stochastic-convert subtract tan tanh xor bitcast-convert""".split()
-)
-"""Elementwise ops: output element i reads only element i of each operand (XLA
-IsElementwise), so the output may take over an operand's buffer."""
-
-IN_PLACE_OPERAND0 = frozenset({"dynamic-update-slice", "scatter"})
-"""Ops whose output is written into operand 0's buffer (GetInPlaceInputOutputPairs)."""
-
-DONE_FORWARDS_START_OUTPUT = frozenset(
-    {"all-gather-done", "collective-permute-done", "async-done", "all-reduce-done", "copy-done"}
-)
-"""`-done` ops whose output is the `{1}` (copy: `{0}`) element of their start."""
-
-# ---------------------------------------------------------------------------------------------
-
-
-_SPECIAL = frozenset({"parameter", "get-tuple-element", "tuple", "bitcast", "domain", "add-dependency",
-                      "opt-barrier", "while", "call", "conditional", "copy-start"}) | DONE_FORWARDS_START_OUTPUT
-"""Opcodes `_Builder.run_instruction` treats apart from "defines every index"."""
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
 
@@ -71,10 +39,14 @@ def _byte_size(shape) -> int:
     return size
 
 
+AT_DEFINITION = ("at-definition",)
+"""`Value._positions` of a value whose only position is its defining one."""
+
+
 class Value:
     """One value: defined once, at `(instruction, index)`; `size` in bytes (XLA ByteSizeOf)."""
 
-    __slots__ = ("id", "instruction", "index", "shape", "size", "positions", "uses", "is_phi",
+    __slots__ = ("id", "instruction", "index", "shape", "size", "_positions", "is_phi",
                  "replaced_by", "wrapped_step", "buffer")
 
     def __init__(self, vid: int, instruction: Instruction, index: tuple, shape, is_phi: bool = False):
@@ -83,13 +55,40 @@ class Value:
         self.index = index
         self.shape = shape
         self.size = _byte_size(shape)
-        self.positions: list[tuple[Instruction, tuple]] = []
-        self.uses: list[tuple[Instruction, int, tuple]] = []
+        # None until placed; AT_DEFINITION when its only position is where it is defined (most
+        # values: no list to allocate); else the list of positions.
+        self._positions: list[tuple[Instruction, tuple]] | tuple | None = None
         self.is_phi = is_phi
         self.replaced_by: Value | None = None
         self.wrapped_step: str | None = None
         """For the wrapped op of async sugar (no wrapped computation in the text): its name."""
         self.buffer: int = -1
+
+    @property
+    def positions(self) -> list[tuple[Instruction, tuple]]:
+        """Every `(instruction, index)` output holding this value, the defining one first."""
+        p = self._positions
+        if p is AT_DEFINITION:
+            return [(self.instruction, self.index)]
+        return [] if p is None else p
+
+    @property
+    def uses(self) -> list[tuple[Instruction, int, tuple]]:
+        """`(user, operand_number, index)` for every instruction that reads this value (XLA
+        HloValue::ComputeUses with MayUseOperandValue): a user of one of its positions, unless
+        it only forwards the operand (`tuple`) or reads only its top-level value (`get-tuple-
+        element`, `copy`) and the position is a tuple element. Computed on request: the
+        liveness analysis reads the same facts without building these lists."""
+        out = []
+        for inst, idx in self.positions:
+            for user in dict.fromkeys(inst.users):
+                uinfo = opcodes.info(user.opcode)
+                if not uinfo.uses_operand_values or (idx and uinfo.uses_only_top_level):
+                    continue
+                for k, o in enumerate(user.operands):
+                    if o is inst:
+                        out.append((user, k, idx))
+        return out
 
     @property
     def name(self) -> str:
@@ -162,11 +161,6 @@ def _indices(shape) -> Iterator[tuple[tuple, object]]:
     return shape.subshapes()
 
 
-def _is_sugar_start(inst: Instruction) -> bool:
-    op = inst.info
-    return op.async_role == "start" and op.canonical == "async-start" and inst.opcode != "async-start"
-
-
 class _Builder:
     def __init__(self, module: Module):
         self.module = module
@@ -175,6 +169,11 @@ class _Builder:
         self.analyzed: set[Computation] = set()
         self.while_links: list[tuple[Value, ...]] = []
         self.async_wrapped: dict[Instruction, Computation | None] = {}
+        self.forwarding: list[Instruction] = []
+        """Instructions whose outputs may hold values defined elsewhere (all but the inlined
+        common case, whose one value sits where it is defined)."""
+        self.in_place: list[Instruction] = []
+        """Instructions that may write an operand's buffer (`OpInfo.may_update_in_place`)."""
 
     def new(self, inst: Instruction, index: tuple, shape, is_phi: bool = False) -> Value:
         v = Value(len(self.values), inst, index, shape, is_phi)
@@ -198,39 +197,53 @@ class _Builder:
 
     def run_computation(self, comp: Computation, params: list[dict[tuple, Value]] | None) -> None:
         self.analyzed.add(comp)
+        info = opcodes.info
+        sets, values = self.sets, self.values
         for inst in comp.instructions:
-            self.run_instruction(inst, params)
+            shape = inst.shape
+            op = info(inst.opcode)
+            if op.may_update_in_place:
+                self.in_place.append(inst)
+            if not shape.tuple_shapes and op.value_rule == "define":
+                # The common case, inlined: one new array value, at its one position.
+                v = Value(len(values), inst, (), shape)
+                v._positions = AT_DEFINITION
+                values.append(v)
+                sets[inst] = {(): v}
+            else:
+                self.forwarding.append(inst)
+                self.run_instruction(inst, params)
 
     def run_instruction(self, inst: Instruction, params) -> None:
-        op = inst.opcode
-        if op not in _SPECIAL and inst.info.async_role is None:
-            self.define_all(inst)
-            return
+        info = opcodes.info(inst.opcode)
+        rule = info.value_rule
         ops = inst.operands
-        if op == "parameter":
+        if rule == "define":
+            self.define_all(inst)
+        elif rule == "parameter":
             if params is None:
                 self.define_all(inst)
             else:
                 self.forward(inst, params[inst.parameter_number or 0])
-        elif op == "get-tuple-element":
-            k = int(inst.attributes.get("index", "0"))
+        elif rule == "forward" and ops:
+            self.forward(inst, self.sets[ops[0]])
+        elif rule == "element" and ops:
+            k = info.start_element
+            if k is None:
+                k = int(inst.attributes.get("index", "0"))
             src = self.sets[ops[0]]
             self.forward(inst, {i[1:]: v for i, v in src.items() if i and i[0] == k})
-        elif op == "tuple":
+        elif rule == "tuple":
             self.sets[inst] = {(): self.new(inst, (), inst.shape)}
             for n, o in enumerate(ops):
                 self.forward(inst, self.sets[o], (n,))
-        elif op in ("bitcast", "domain", "add-dependency") and ops:
-            self.forward(inst, self.sets[ops[0]])
-        elif op == "opt-barrier":
-            self.forward(inst, self.sets[ops[0]])
-        elif op == "while":
+        elif rule == "while":
             self.run_while(inst)
-        elif op == "call":
+        elif rule == "call":
             callee = inst.called_computations[0]
             self.run_computation(callee, [self.sets[o] for o in ops])
             self.forward(inst, self.sets[callee.root])
-        elif op == "conditional":
+        elif rule == "conditional":
             branches = inst.called_computations
             for n, b in enumerate(branches):
                 self.run_computation(b, [self.sets[ops[n + 1]]])
@@ -238,32 +251,26 @@ class _Builder:
             for idx, v in self.sets[inst].items():
                 v.is_phi = True
                 self.while_links.append((v, *[self.sets[b.root][idx] for b in branches]))
-        elif inst.info.async_role == "update" and ops:
-            self.forward(inst, self.sets[ops[0]])
-        elif op in DONE_FORWARDS_START_OUTPUT or inst.info.canonical == "async-done":
+        elif rule == "done" and ops:
+            k = info.start_element
             start = self.sets[ops[0]]
-            k = 0 if op == "copy-done" else 1
-            if op == "all-reduce-done":
-                self.forward(inst, start)
-            else:
-                self.forward(inst, {i[1:]: v for i, v in start.items() if i and i[0] == k})
-                if inst.shape.is_tuple and op != "copy-done":
-                    self.sets[inst][()] = self.new(inst, (), inst.shape)
-        elif op == "copy-start":
+            self.forward(inst, {i[1:]: v for i, v in start.items() if i and i[0] == k})
+            if inst.shape.is_tuple:
+                self.sets[inst][()] = self.new(inst, (), inst.shape)
+        elif rule == "copy-start":
             self.sets[inst] = {(): self.new(inst, (), inst.shape),
                                (0,): self.new(inst, (0,), inst.shape.at((0,)))}
             self.forward(inst, self.sets[ops[0]], (1,))
             for idx, sub in _indices(inst.shape):
                 if idx and idx[0] >= 2:
                     self.sets[inst][idx] = self.new(inst, idx, sub)
-        elif inst.info.async_role == "start" and inst.opcode not in ("send", "recv", "all-reduce-start") \
-                and inst.shape.is_tuple:
-            self.run_async_start(inst)
+        elif rule == "async-start" and inst.shape.is_tuple:
+            self.run_async_start(inst, info)
         else:
             # Everything else writes a fresh value at every index of its output.
             self.define_all(inst)
 
-    def run_async_start(self, inst: Instruction) -> None:
+    def run_async_start(self, inst: Instruction, info: opcodes.OpInfo) -> None:
         """`((operands...), output, context...)`: {0,i} are the operands, the rest is new."""
         ops = inst.operands
         out: dict[tuple, Value] = {(): self.new(inst, (), inst.shape)}
@@ -276,7 +283,7 @@ class _Builder:
         elif ops:
             self.forward(inst, self.sets[ops[0]], (0,))
         wrapped = None
-        if inst.opcode == "async-start":
+        if info.async_computation:
             called = inst.called_computations
             wrapped = called[0] if called else None
         self.async_wrapped[inst] = wrapped
@@ -291,8 +298,8 @@ class _Builder:
                 out[idx] = root_vals[idx[1:]]
             else:
                 v = self.new(inst, idx, sub)
-                if idx[0] == 1 and wrapped is None and _is_sugar_start(inst) and not sub.is_tuple:
-                    v.wrapped_step = inst.info.wrapped
+                if idx[0] == 1 and wrapped is None and info.sugar and not sub.is_tuple:
+                    v.wrapped_step = info.wrapped
                 out[idx] = v
 
     def run_while(self, inst: Instruction) -> None:
@@ -345,8 +352,9 @@ def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple
     for oi, r in roots:
         while r.opcode == "bitcast" and r.operands:
             r = r.operands[0]
-        if r.opcode in IN_PLACE_OPERAND0 and r.operands:
-            p = r.operands[0]
+        k = r.info.in_place_operand
+        if k is not None and k < len(r.operands):
+            p = r.operands[k]
             while p.opcode == "bitcast" and p.operands:
                 p = p.operands[0]
             if p.opcode == "parameter":
@@ -354,18 +362,14 @@ def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple
     return out
 
 
-_NEVER_IN_PLACE = ELEMENTWISE | {"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "broadcast",
-                                 "reshape", "transpose", "copy", "slice", "dot", "convolution", "iota",
-                                 "concatenate", "while", "call", "conditional", "partition-id", "replica-id"}
-
-
 def in_place_pairs(inst: Instruction) -> list[tuple[tuple, int, tuple]]:
     """XLA GetInPlaceInputOutputPairs: (output_index, operand, operand_index) sharing memory."""
     aliasing = inst.attributes.decoded("output_to_operand_aliasing") if "output_to_operand_aliasing" in inst.attributes else None
     if aliasing:
         return [(a.output_index, a.operand, a.operand_index) for a in aliasing]
-    if inst.opcode in IN_PLACE_OPERAND0:
-        return [((), 0, ())]
+    k = inst.info.in_place_operand
+    if k is not None:
+        return [((), k, ())]
     if inst.opcode == "fusion":
         return _fusion_in_place_operands(inst)
     return []
@@ -390,53 +394,48 @@ def _analyze_dataflow(module: Module) -> Dataflow:
     b = _Builder(module)
     b.run_computation(module.entry, None)
 
-    # Positions: every (instruction, index) holding a value.
-    for inst, vs in b.sets.items():
+    # Positions: every (instruction, index) holding a value (the inlined common case has
+    # its one already), in the order their outputs were first written.
+    sets = b.sets
+    forwarding = set(b.forwarding)
+    for inst, vs in sets.items():
+        if inst not in forwarding:
+            continue
         for idx, v in vs.items():
             if v.replaced_by is not None:
                 v = _resolve(v)
                 vs[idx] = v
-            v.positions.append((inst, idx))
-    values = [v for v in b.values if v.replaced_by is None and v.positions]
+            p = v._positions
+            if p is None:
+                v._positions = AT_DEFINITION if inst is v.instruction and idx == v.index else [(inst, idx)]
+            elif p is AT_DEFINITION:
+                v._positions = [(v.instruction, v.index), (inst, idx)]
+            else:
+                p.append((inst, idx))
+    values = [v for v in b.values if v.replaced_by is None and v._positions is not None]
     for v in values:
-        # The defining position first, as XLA keeps it (it nearly always is already).
-        first = v.positions[0]
-        if first[0] is not v.instruction or first[1] != v.index:
-            v.positions.sort(key=lambda p: not (p[0] is v.instruction and p[1] == v.index))
-
-    # Uses (XLA HloValue::ComputeUses with MayUseOperandValue): `tuple` forwards without
-    # reading; `get-tuple-element` and `copy` read only the operand's top-level value.
-    sets = b.sets
-    for user in sets:
-        uop = user.opcode
-        if uop in PASS_THROUGH_NO_USE:
+        p = v._positions
+        if p is AT_DEFINITION:
             continue
-        top_only = uop in TOP_LEVEL_USE_ONLY
-        for k, o in enumerate(user.operands):
-            vs = sets.get(o)
-            if vs is None:
-                continue
-            if top_only:
-                v = vs.get(())
-                if v is not None:
-                    v.uses.append((user, k, ()))
-                continue
-            for idx, v in vs.items():
-                v.uses.append((user, k, idx))
+        # The defining position first, as XLA keeps it (it nearly always is already).
+        first = p[0]
+        if first[0] is not v.instruction or first[1] != v.index:
+            p.sort(key=lambda q: not (q[0] is v.instruction and q[1] == v.index))
 
     # Buffers (XLA HloAliasAnalysis): loop state, in-place updates, donated arguments.
     uf = _UnionFind()
-    for v in values:
-        v.buffer = uf.add()
-    index_of = {id(v): v.buffer for v in values}
+    uf.parent = list(range(len(values)))
+    for n, v in enumerate(values):
+        v.buffer = n
     for group in b.while_links:
         rs = [_resolve(x) for x in group]
-        for x in rs[1:]:
-            if id(x) in index_of and id(rs[0]) in index_of:
-                uf.union(index_of[id(rs[0])], index_of[id(x)])
-    for inst, vs in b.sets.items():
-        if inst.opcode in _NEVER_IN_PLACE:
+        if rs[0].buffer < 0:
             continue
+        for x in rs[1:]:
+            if x.buffer >= 0:
+                uf.union(rs[0].buffer, x.buffer)
+    for inst in b.in_place:
+        vs = sets[inst]
         for oi, k, pi in in_place_pairs(inst):
             if k < len(inst.operands):
                 a = vs.get(oi)
@@ -452,13 +451,19 @@ def _analyze_dataflow(module: Module) -> Dataflow:
         if a is not None and c is not None:
             uf.union(a.buffer, c.buffer)
 
-    groups: dict[int, list[Value]] = {}
-    for v in values:
-        groups.setdefault(uf.find(v.buffer), []).append(v)
-    buffers = list(groups.values())
-    for n, vs in enumerate(buffers):
-        for v in vs:
-            v.buffer = n
+    # Buffers numbered by their first value; most are a single value.
+    buffers: list[list[Value]] = []
+    parent, find = uf.parent, uf.find
+    number: dict[int, int] = {}
+    for n, v in enumerate(values):
+        root = n if parent[n] == n else find(n)
+        bn = number.get(root)
+        if bn is None:
+            bn = number[root] = len(buffers)
+            buffers.append([v])
+        else:
+            buffers[bn].append(v)
+        v.buffer = bn
     live_out = frozenset(v.buffer for v in b.sets.get(entry.root, {}).values())
     entry_params = frozenset(v.buffer for p in entry.parameters for v in b.sets[p].values())
     constants = frozenset(v.buffer for v in values if v.instruction.opcode == "constant")
@@ -468,10 +473,15 @@ def _analyze_dataflow(module: Module) -> Dataflow:
     order = xla_value_order(df)
     for v in values:
         v.id = order[v]
-    values.sort(key=lambda v: v.id)
+    values.sort(key=_value_id)
     for vs in buffers:
-        vs.sort(key=lambda v: v.id)
+        if len(vs) > 1:
+            vs.sort(key=_value_id)
     return df
+
+
+_value_id = operator.attrgetter("id")
+_instruction_of = operator.attrgetter("instruction")
 
 
 def _transitive_uses_elementwise(inst: Instruction) -> bool:
@@ -483,7 +493,8 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
             if id(user) in seen:
                 continue
             seen.add(id(user))
-            if user.opcode == "tuple" or user.opcode in ELEMENTWISE or user.opcode == "copy":
+            # XLA AreTransitiveUsesElementwiseOrTuple.
+            if user.info.elementwise or user.info.value_rule == "tuple":
                 stack.append(user)
                 continue
             return False
@@ -494,7 +505,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?"""
     operand, user = operand_value.instruction, user_value.instruction
-    if operand_value.shape != user_value.shape:
+    if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
         return False
     try:
         k = user.operands.index(operand)
@@ -514,7 +525,11 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value) -> bool:
         params = {p.parameter_number: p for p in called[0].parameters}
         p = params.get(k)
         return p is not None and _transitive_uses_elementwise(p)
-    return user.opcode in ELEMENTWISE
+    return user.info.elementwise
+
+
+_CONTROL_FLOW = frozenset({"while", "call", "conditional"})
+"""Value rules of ops whose callees run as part of the module's timeline."""
 
 
 def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
@@ -525,40 +540,48 @@ def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
     comp_order: list[Computation] = []
     seen_c: set[str] = set()
 
+    info = opcodes.info
+    async_wrapped = dataflow.async_wrapped
+
     def visit_comp(c: Computation) -> None:
         if c.name in seen_c:
             return
         seen_c.add(c.name)
         for inst in c.instructions:
-            if inst.opcode in ("while", "call", "conditional") or inst in dataflow.async_wrapped:
+            if info(inst.opcode).value_rule in _CONTROL_FLOW or inst in async_wrapped:
                 for callee in inst.called_computations:
                     visit_comp(callee)
         comp_order.append(c)
 
     visit_comp(module.entry)
     rank: dict[Instruction, int] = {}
+    pushed: set[Instruction] = set()
+    push = pushed.add
+    n = 0
     for c in comp_order:
         if c not in dataflow.analyzed:
             continue
-        on_stack: set[Instruction] = set()
         for top in c.instructions:
-            if top.users or top in rank:
+            if top.users or top in pushed:
                 continue
-            stack = [[top, 0]]
-            on_stack.add(top)
+            push(top)
+            stack = [(top, iter(top.operands))]
+            pop = stack.pop
+            append = stack.append
             while stack:
-                frame = stack[-1]
-                node, i = frame
-                ops = node.operands
-                n = len(ops)
-                while i < n and (ops[i] in rank or ops[i] in on_stack):
-                    i += 1
-                if i < n:
-                    frame[1] = i + 1
-                    on_stack.add(ops[i])
-                    stack.append([ops[i], 0])
+                node, it = stack[-1]
+                for o in it:
+                    if o not in pushed:
+                        push(o)
+                        append((o, iter(o.operands)))
+                        break
                 else:
-                    stack.pop()
-                    rank[node] = len(rank)
-    order = sorted(dataflow.values, key=lambda v: (rank.get(v.instruction, 1 << 30), v.id))
+                    pop()
+                    rank[node] = n
+                    n += 1
+    late = 1 << 30
+    values = dataflow.values
+    keys = [rank.get(i, late) for i in map(_instruction_of, values)]
+    # `values` is in id order and the sort is stable: ties keep it.
+    order = [values[i] for i in sorted(range(len(values)), key=keys.__getitem__)]
     return {v: n for n, v in enumerate(order)}

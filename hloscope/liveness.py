@@ -17,10 +17,12 @@ Live ranges are inclusive `[start, end]` step intervals.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
-from .dataflow import Dataflow, Value, parse_input_output_alias
+from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
 from .ir import Computation, Instruction
+from .opcodes import info as opinfo
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,12 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
             return
         start = len(steps)
         for inst in comp.instructions:
-            op = inst.opcode
-            if op in ("call", "conditional"):
+            info = opinfo(inst.opcode)
+            rule = info.value_rule
+            if rule == "call" or rule == "conditional":
                 for c in inst.called_computations:
                     visit(c)
-            elif op == "while":
+            elif rule == "while":
                 names = inst.attributes
                 # Condition first, then body: their order on the timeline is XLA's.
                 for key in ("condition", "body"):
@@ -72,13 +75,13 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
                 if wrapped is not None:
                     async_context[wrapped] = inst
                     visit(wrapped)
-                elif inst.info.canonical == "async-start" and inst.opcode != "async-start":
+                elif info.sugar:
                     # Printing sugar: XLA's wrapped computation holds one parameter per operand
                     # and the wrapped op; they take steps of their own before the start.
                     for n in range(len(inst.operands)):
                         steps.append(f"{inst.name}/param_{n}")
                     wrapped_time[inst] = len(steps)
-                    steps.append(f"{inst.name}/{inst.info.wrapped}")
+                    steps.append(f"{inst.name}/{info.wrapped}")
             time[inst] = len(steps)
             steps.append(inst.name)
         span[comp] = (start, len(steps))
@@ -150,37 +153,79 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
         done = _chain_done(start)
         done_time[comp] = time[done] if done is not None and done in time else span[comp][1]
 
+    # When each instruction reads its operands' values (XLA's uses, see `Value.uses`):
+    # `use_all` for users that read every index, `use_top` for those reading only the
+    # top-level value; a `while` reads its init at its body's parameter, a `call` through
+    # its callee's own uses (not at all here).
+    use_all: dict[Instruction, int] = {}
+    use_top: dict[Instruction, int] = {}
+    for inst, t in time.items():
+        info = opinfo(inst.opcode)
+        if not info.uses_operand_values:
+            continue
+        rule = info.value_rule
+        if rule == "call" and all(c in span for c in inst.called_computations):
+            continue
+        if rule == "while":
+            body = module.computation(inst.attributes.decoded("body")[0])
+            if body is not None and body in span and body.parameters:
+                t = time.get(body.parameters[0])
+                if t is None:
+                    continue
+        (use_top if info.uses_only_top_level else use_all)[inst] = t
+    get_all, get_top = use_all.get, use_top.get
+
     ranges: dict[Value, tuple[int, int]] = {}
+    sched_end = sched.end
+    wrapped_time = sched.wrapped_time
+    get_time, get_span = time.get, span.get
     for v in dataflow.values:
         d = v.instruction
-        comp = d.computation
-        if d not in time or comp not in span:
+        t = get_time(d)
+        if t is None:
             continue
-        cstart, cend = span[comp]
-        if v.wrapped_step is not None and d in sched.wrapped_time:
-            start = sched.wrapped_time[d]
+        comp = d.computation
+        cspan = get_span(comp)
+        if cspan is None:
+            continue
+        is_param = d.opcode == "parameter"
+        if v.wrapped_step is not None and d in wrapped_time:
+            start = wrapped_time[d]
         else:
-            start = cstart if d.opcode == "parameter" else time[d]
-        end = cend if d.is_root else time[d]
-        if comp in done_time:
+            start = cspan[0] if is_param else t
+        if is_param and comp is entry and (d.parameter_number, v.index) not in aliased_params:
+            ranges[v] = (start, sched_end)
+            continue
+        end = cspan[1] if d.is_root else t
+        if done_time and comp in done_time:
             end = max(end, done_time[comp])
-        for pinst, _ in v.positions[1:]:
-            pc = pinst.computation
-            if pinst.is_root and pc in span:
-                end = max(end, span[pc][1])
-            elif pinst in time:
-                end = max(end, time[pinst])
-        if d.opcode == "parameter" and comp is entry and (d.parameter_number, v.index) not in aliased_params:
-            end = sched.end
-        else:
-            for user, _, _ in v.uses:
-                if user.opcode == "call" and all(c in span for c in user.called_computations):
+        positions = v._positions
+        if positions is AT_DEFINITION:
+            # The common case: one position, where it is defined.
+            idx = v.index
+            for user in d.users:
+                t = get_all(user)
+                if t is None and not idx:
+                    t = get_top(user)
+                if t is not None and t > end:
+                    end = t
+            ranges[v] = (start, end)
+            continue
+        for pinst, _ in positions[1:]:
+            if pinst.is_root:
+                pspan = get_span(pinst.computation)
+                if pspan is not None:
+                    if pspan[1] > end:
+                        end = pspan[1]
                     continue
-                if user.opcode == "while":
-                    body = module.computation(user.attributes.decoded("body")[0])
-                    if body is not None and body in span and body.parameters:
-                        user = body.parameters[0]
-                t = time.get(user)
+            t = get_time(pinst)
+            if t is not None and t > end:
+                end = t
+        for pinst, idx in positions:
+            for user in pinst.users:
+                t = get_all(user)
+                if t is None and not idx:
+                    t = get_top(user)
                 if t is not None and t > end:
                     end = t
         ranges[v] = (start, end)
@@ -301,7 +346,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                         continue
                     if ranges[ov][1] != i or ov not in freed_sets[i]:
                         continue
-                    if ov.instruction is not operand or v.instruction.opcode == "copy":
+                    if ov.instruction is not operand or not v.instruction.info.shares_operand_buffer:
                         continue
                     if not may_share(ov, v):
                         continue
@@ -337,7 +382,6 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
     for g in groups:
-        steps = sorted(set(t for s, e in _merge(g.intervals) for t in (s, e)))
         for s, e in _merge(g.intervals):
             delta[s] += g.size
             delta[e + 1] -= g.size
@@ -373,32 +417,107 @@ def _merge(intervals):
     return out
 
 
+class _TimeIndex:
+    """Placed intervals, found by overlap in O(log T + found) (T: the number of steps).
+
+    Two segment trees over the steps: `cover` keeps each interval at the nodes of its
+    canonical decomposition (the nodes on one leaf's path to the root hold the intervals
+    containing that step, each once); `starts` keeps it at every ancestor of its start's
+    leaf. An interval overlapping `[a, b]` either contains `a` or starts in `(a, b]`."""
+
+    __slots__ = ("leaves", "cover", "starts")
+
+    def __init__(self, steps: int):
+        leaves = 1
+        while leaves < steps + 1:
+            leaves *= 2
+        self.leaves = leaves
+        self.cover: dict[int, list[int]] = {}
+        self.starts: dict[int, list[int]] = {}
+
+    def add(self, item: int, s: int, e: int) -> None:
+        cover, lo, hi = self.cover, s + self.leaves, e + self.leaves + 1
+        while lo < hi:
+            if lo & 1:
+                cover.setdefault(lo, []).append(item)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cover.setdefault(hi, []).append(item)
+            lo >>= 1
+            hi >>= 1
+        starts, node = self.starts, s + self.leaves
+        while node:
+            starts.setdefault(node, []).append(item)
+            node >>= 1
+
+    def overlapping(self, a: int, b: int, out: set[int]) -> None:
+        """Add to `out` every item whose interval meets `[a, b]`."""
+        cover, node = self.cover, a + self.leaves
+        while node:
+            found = cover.get(node)
+            if found:
+                out.update(found)
+            node >>= 1
+        starts, lo, hi = self.starts, a + 1 + self.leaves, b + 1 + self.leaves
+        while lo < hi:
+            if lo & 1:
+                found = starts.get(lo)
+                if found:
+                    out.update(found)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                found = starts.get(hi)
+                if found:
+                    out.update(found)
+            lo >>= 1
+            hi >>= 1
+
+
+_SHIFT = 64
+_MASK = (1 << _SHIFT) - 1
+
+
 def _best_fit(groups: list[_Group], alignment: int) -> tuple[int, dict[int, int]]:
     """GlobalDecreasingSizeBestFitHeap: place each group, in order, in the smallest gap (over
-    its whole lifetime) that fits it, lowest offset among equals; else above everything."""
-    placed: list[tuple[list, int, int]] = []  # (merged intervals, offset, aligned end)
+    its whole lifetime) that fits it, lowest offset among equals; else above everything.
+
+    The groups placed so far are found by time overlap through `_TimeIndex` (as XLA keeps its
+    chunks in an interval tree), not by scanning all of them."""
     offsets: dict[int, int] = {}
+    if not groups:
+        return 0, offsets
+    index = _TimeIndex(max(g.end for g in groups) + 1)
+    placed: list[int] = []  # offset << _SHIFT | aligned end
     heap_size = 0
     for g in groups:
         ivs = _merge(g.intervals)
-        used = []
-        for pivs, off, aend in placed:
-            if any(s <= b and a <= e for s, e in pivs for a, b in ivs):
-                used.append((off, aend))
-        used.sort()
+        near: set[int] = set()
+        for s, e in ivs:
+            index.overlapping(s, e, near)
+        # Occupied [offset, aligned end) ranges, in (offset, end) order: one int each sorts
+        # much faster than tuples.
+        used = sorted(map(placed.__getitem__, near))
         best_off, best_gap = None, None
         cursor = 0
-        for off, aend in used:
+        size = g.size
+        for key in used:
+            off, aend = key >> _SHIFT, key & _MASK
             if off > cursor:
                 gap = off - cursor
-                if gap >= g.size and (best_gap is None or gap < best_gap):
+                if gap >= size and (best_gap is None or gap < best_gap):
                     best_off, best_gap = cursor, gap
-            cursor = max(cursor, aend)
+            if aend > cursor:
+                cursor = aend
         if best_off is None:
             best_off = cursor
         offsets[id(g)] = best_off
-        placed.append((ivs, best_off, _align(best_off + g.size, alignment)))
-        heap_size = max(heap_size, best_off + g.size)
+        n = len(placed)
+        placed.append((best_off << _SHIFT) | _align(best_off + size, alignment))
+        for s, e in ivs:
+            index.add(n, s, e)
+        heap_size = max(heap_size, best_off + size)
     return heap_size, offsets
 
 
@@ -407,14 +526,17 @@ def live_bytes_timeline(live: LiveRanges, values=None) -> list[int]:
     array: O(values + steps)."""
     delta = [0] * (live.schedule.end + 2)
     ranges = live.ranges
-    for v in (ranges if values is None else values):
-        r = ranges.get(v)
-        if r is None:
-            continue
-        delta[r[0]] += v.size
-        delta[r[1] + 1] -= v.size
-    out, cur = [], 0
-    for d in delta[:-1]:
-        cur += d
-        out.append(cur)
+    if values is None:
+        for v, (s, e) in ranges.items():
+            size = v.size
+            delta[s] += size
+            delta[e + 1] -= size
+    else:
+        for v in values:
+            r = ranges.get(v)
+            if r is None:
+                continue
+            delta[r[0]] += v.size
+            delta[r[1] + 1] -= v.size
+    out = list(itertools.accumulate(delta[:-1]))
     return out

@@ -6,6 +6,7 @@ flattened schedule) and XLA's heap simulation and best-fit packing of the temp b
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,9 @@ ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
 """Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
 cpu_function_runtime's MinAlign; GPU: 256, kXlaAllocatedBufferAlignBytes; both as seen in
 the fixtures' buffer-assignment dumps)."""
+
+HOST_MEMORY_SPACE = 5
+"""`S(5)`: XLA's memory space for host memory (reported as `host_*` by `memory_analysis()`)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,13 @@ class MemoryAnalysis:
     """What runs at each step of the flattened schedule."""
     platform: str = "cpu"
     other_memory_space_bytes: dict[int, int] = field(default_factory=dict)
-    """Packed temp bytes of memory spaces other than 0 (TPU), by space."""
+    """Packed temp bytes of memory spaces other than 0, by space (`S(n)` in a layout): TPU
+    keeps temporaries in S(1); S(5) is host memory. Each space is its own heap, packed apart."""
+
+    @property
+    def host_temp_bytes(self) -> int:
+        """Packed temp bytes in host memory (`S(5)`), XLA's `host_temp_size_in_bytes`."""
+        return self.other_memory_space_bytes.get(HOST_MEMORY_SPACE, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,7 +83,25 @@ class MemoryAnalysis:
             "peak_bytes": self.peak_bytes,
             "peak_at": dict(self.peak_at),
             "live_at_peak": [b.to_dict() for b in self.live_at_peak],
+            # After the contract keys: packed temp bytes per memory space other than 0.
+            "memory_spaces": {str(space): size for space, size in sorted(self.other_memory_space_bytes.items())},
         }
+
+
+def _scheduled_instructions(module):
+    """Instructions of the computations the schedule runs (the entry and what its control flow
+    and async starts call), not fused or applied computations, which are read lazily."""
+    seen, stack = set(), [module.entry]
+    while stack:
+        comp = stack.pop()
+        if comp is None or comp.name in seen:
+            continue
+        seen.add(comp.name)
+        for inst in comp.instructions:
+            yield inst
+            info = inst.info
+            if info.value_rule in ("while", "call", "conditional") or info.async_computation:
+                stack.extend(inst.called_computations)
 
 
 def detect_platform(module) -> str:
@@ -81,7 +109,7 @@ def detect_platform(module) -> str:
     for inst in module.entry.instructions:
         if ":T(" in inst.shape.text:
             return "tpu"
-    for inst in module.instructions():
+    for inst in _scheduled_instructions(module):
         raw = inst.attributes.raw.get("backend_config", "") if hasattr(inst.attributes, "raw") else ""
         if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
             return "gpu"
@@ -115,6 +143,10 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
     if not allocations:
         return taken
     allocations.sort(key=lambda a: (a[0], a[1]))
+    sizes = [a[0] for a in allocations]
+    # Each allocation's overall span [first start, last end]: a buffer outside it cannot
+    # overlap any of its ranges (checked one by one only otherwise).
+    spans = [[min(s for s, _ in a[2]), max(e for _, e in a[2])] for a in allocations]
     order = sorted(temp_buffers, key=lambda b: (-max(v.size for v in df.buffers[b]), df.buffers[b][0].id))
     for b in order:
         vs = df.buffers[b]
@@ -122,12 +154,28 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
             continue
         size = max(v.size for v in vs)
         mine = [ranges[v] for v in vs]
-        for alloc_size, _, alloc_ranges, space in allocations:
-            if size > alloc_size or vs[0].shape.memory_space != space:
+        lo, hi = min(s for s, _ in mine), max(e for _, e in mine)
+        my_space = vs[0].shape.memory_space
+        # Allocations are in increasing size: skip those too small at once.
+        for k in range(bisect.bisect_left(sizes, size), len(allocations)):
+            _, _, alloc_ranges, space = allocations[k]
+            if my_space != space:
                 continue
-            if any(s <= e2 and s2 <= e for s, e in alloc_ranges for s2, e2 in mine):
-                continue
+            span = spans[k]
+            if not (hi < span[0] or lo > span[1]):
+                if len(mine) == 1:
+                    # The common case, without a generator: one range against the allocation's.
+                    for s, e in alloc_ranges:
+                        if s <= hi and lo <= e:
+                            break
+                    else:
+                        s = None
+                    if s is not None:
+                        continue
+                elif any(s <= e2 and s2 <= e for s, e in alloc_ranges for s2, e2 in mine):
+                    continue
             alloc_ranges.extend(mine)
+            span[0], span[1] = min(span[0], lo), max(span[1], hi)
             taken.add(b)
             break
     return taken
@@ -145,6 +193,19 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
             "(`jax.jit(f).lower(...).compile().as_text()` or an `*after_optimizations.txt` dump), "
             "whose header says `is_scheduled=true`"
         )
+    import gc
+
+    # Hundreds of thousands of small, acyclic objects: no cyclic collection while they are made.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyze_memory(module, platform, alignment)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze_memory(module, platform: str | None, alignment: int | None) -> MemoryAnalysis:
     platform = platform or detect_platform(module)
     alignment = alignment or ALIGNMENT.get(platform, 1)
     df = analyze_dataflow(module)

@@ -196,5 +196,18 @@ def memory_report(results, top: int = 10) -> list:
         if m.timeline:
             out.append(Text(f"temp bytes over {len(m.timeline)} steps (max {human_bytes(max(m.timeline))}):"))
             out.append(Text(sparkline(m.timeline)))
+        out.extend(memory_spaces_lines(m))
         out.append(Text(""))
+    return out
+
+
+def memory_spaces_lines(m) -> list:
+    """Temp bytes of memory spaces other than device memory (0), host memory (S(5)) apart."""
+    spaces = getattr(m, "other_memory_space_bytes", None) or {}
+    out: list = []
+    others = [f"S({space}) {human_bytes(size)}" for space, size in sorted(spaces.items()) if space != 5]
+    if others:
+        out.append(Text("temp in other memory spaces (packed apart, not in temp above): " + " · ".join(others)))
+    if 5 in spaces:
+        out.append(Text(f"host memory (S(5)): temp {human_bytes(spaces[5])} (not in temp or peak above)"))
     return out

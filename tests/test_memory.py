@@ -67,8 +67,10 @@ def test_tpu_is_reported_not_matched(path, results):
 def test_to_dict_keys_are_the_contract(results):
     ours, _ = results["cpu_hsdp_accum1"]
     d = ours.to_dict()
+    # The contract keys, in order, then what the issue adds after them.
     assert list(d) == ["name", "temp_bytes", "argument_bytes", "output_bytes", "alias_bytes", "peak_bytes",
-                       "peak_at", "live_at_peak"]
+                       "peak_at", "live_at_peak", "memory_spaces"]
+    assert d["memory_spaces"] == {}  # CPU: everything is in memory space 0
     assert set(d["peak_at"]) == {"index", "instruction"}
     assert d["live_at_peak"]
     assert set(d["live_at_peak"][0]) == {"instruction", "bytes", "shape", "op_name", "source"}
@@ -140,3 +142,44 @@ def test_cli_memory_json_and_exit_codes(tmp_path):
                        cwd=ROOT)
     assert r.returncode == 2
     assert "scheduled" in r.stderr and "Traceback" not in r.stderr
+
+
+HOST = """HloModule m, is_scheduled=true
+
+ENTRY e {
+  p = f32[256]{0} parameter(0)
+  a = f32[256]{0} exponential(p)
+  h = f32[4,256]{1,0:S(5)} broadcast(a), dimensions={1}
+  g = f32[4,256]{1,0:S(5)} negate(h)
+  s = f32[1,256]{1,0} slice(g), slice={[0:1], [0:256]}
+  c = f32[256]{0} bitcast(s)
+  ROOT d = f32[256]{0} add(c, a)
+}
+"""
+
+
+def test_host_memory_is_packed_and_reported_apart(tmp_path):
+    # Steps 0:p 1:a 2:h 3:g 4:s 5:c 6:d. Device temp: a [1, 6] and s [4, 6], 1 KiB each.
+    # Host (S(5)): h [2, 3] and g [3, 4], 4 KiB each; g = negate(h) takes h's slot as h dies.
+    m = analyze_memory(hloscope.parse(HOST))
+    assert m.temp_bytes == 2048
+    assert m.host_temp_bytes == 4096
+    d = m.to_dict()
+    assert d["temp_bytes"] == 2048 and d["memory_spaces"] == {"5": 4096}
+    path = tmp_path / "host.hlo"
+    path.write_text(HOST)
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "hloscope", "memory", str(path)], capture_output=True, text=True,
+                       cwd=ROOT, env={**__import__("os").environ, "NO_COLOR": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "host memory (S(5)): temp 4.00 KiB" in r.stdout
+
+
+@pytest.mark.parametrize("path", TPU, ids=lambda p: p.name)
+def test_tpu_temporaries_are_in_memory_space_1(path, results):
+    # XLA reports temp_size 0 on TPU: its temporaries live in S(1), which we pack apart.
+    ours, _ = results[path.name]
+    spaces = ours.to_dict()["memory_spaces"]
+    assert set(spaces) >= {"1"} and spaces["1"] > 0

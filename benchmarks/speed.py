@@ -1,0 +1,432 @@
+"""Speed benchmark (issue #5): is a 100 MB dump analyzed interactively?
+
+Run on demand (not a test):
+
+    python benchmarks/speed.py                # 22 MB module, + the ~100 MB one if already built
+    python benchmarks/speed.py --large        # build the ~100 MB module if missing (20-30 min)
+    python benchmarks/speed.py --small-only   # only the 22 MB module
+    python benchmarks/speed.py --repeat 5     # runs per timing (the best is reported)
+
+For each module (generated and cached by benchmarks/parse.py) it prints, in one run:
+
+  in-process   XLA's C++ parser (`hlo_module_from_text`), hloscope's full parse
+               (`parse_all`) and lazy parse, and the analyses on an already parsed module;
+  end-to-end   `python -m hloscope memory FILE` and `python -m hloscope count-collectives
+               FILE` as subprocesses (interpreter start included, cwd = the repo so the
+               working tree is what runs), cold (parsed-module cache cleared before each run)
+               and warm (cache populated), with each child's peak RSS (os.wait4, per child);
+               also `python -c pass`, `import hloscope.cli` and `import + load_all` so the
+               end-to-end time can be split into interpreter, imports, parse and analysis;
+  targets      PASS/FAIL next to the values: full parse ≤ 3× XLA; end-to-end ≤ 2× XLA's parse
+               cold and ≤ 0.5× warm; peak RSS ≤ 5× the file; and, with both modules, the
+               large module's times ≤ 5.5× the small one's.
+
+The machine may be shared: every timing is the best of --repeat runs, CPU time is printed
+beside wall time, and the load average is printed at the start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+
+def _load_parse_bench():
+    """benchmarks/parse.py as a module (generation, module paths, parser fingerprint)."""
+    spec = importlib.util.spec_from_file_location("hloscope_bench_parse", HERE / "parse.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+P = _load_parse_bench()
+
+TARGET_PARSE_X_XLA = 3.0
+TARGET_COLD_X_XLA = 2.0
+TARGET_WARM_X_XLA = 0.5
+TARGET_SCALING = 5.5
+TARGET_RSS_X_FILE = 5.0
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f"  ({os.cpu_count()} CPUs)"
+    except OSError:
+        return "?"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+# ─── the parsed-module cache (hloscope/cache.py, when there is one) ─────────────────────
+
+
+class ModuleCache:
+    """Where hloscope keeps parsed modules, so 'cold' can clear it. Only the modules
+    directory is cleared, never the grammar cache beside it (HLOSCOPE_CACHE=0 would turn
+    both off, and a cold start then also rebuilds the grammar, ~2 s)."""
+
+    def __init__(self) -> None:
+        self.present = (REPO / "hloscope" / "cache.py").exists()
+        self.dir = self._find_dir() if self.present else None
+
+    def _find_dir(self) -> Path:
+        try:
+            import hloscope.cache as hc
+        except Exception:  # noqa: BLE001 - a half-written module must not stop the benchmark
+            hc = None
+        if hc is not None:
+            for name in ("cache_dir", "modules_dir", "module_cache_dir", "_cache_dir", "_modules_dir"):
+                fn = getattr(hc, name, None)
+                if callable(fn):
+                    try:
+                        d = fn()
+                    except TypeError:
+                        continue
+                    if d:
+                        return Path(d)
+            for name in ("CACHE_DIR", "MODULES_DIR", "MODULE_CACHE_DIR"):
+                d = getattr(hc, name, None)
+                if d:
+                    return Path(d)
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "hloscope" / "modules"
+
+    def clear(self) -> None:
+        if self.dir is not None and self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def describe(self) -> str:
+        if not self.present:
+            return "none (no hloscope/cache.py): 'warm' = a repeat run, same work as cold"
+        return f"hloscope/cache.py; cold = {self.dir} cleared before each run"
+
+
+# ─── one child process, measured on its own ─────────────────────────────────────────────
+
+
+TIMEOUT = 600.0  # seconds per child; --timeout
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def run_child(argv: list[str], extra_env: dict | None = None, capture_err: bool = False) -> dict:
+    """Wall time, CPU time and peak RSS (MB) of one child, from os.wait4's own rusage.
+    A child still running after TIMEOUT s is killed and reported as timed out."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra_env or {})
+    timed_out = False
+    # Peak RSS comes from /usr/bin/time (%M): a child forked from this process would report
+    # this process's RSS at fork as its own peak (Linux keeps the pre-exec high-water mark).
+    timef = tempfile.NamedTemporaryFile(suffix=".time", delete=False) if GNU_TIME else None  # noqa: SIM115
+    cmd = [GNU_TIME, "-f", "%M", "-o", timef.name, *argv] if GNU_TIME else argv
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                             start_new_session=True)  # a group of its own, to kill on timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > TIMEOUT:
+                os.killpg(p.pid, signal.SIGKILL)
+                timed_out = True
+                _, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.005)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0 and not timed_out:
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(argv)} exited {p.returncode}:\n{err.read().decode()[-2000:]}")
+        out_bytes = out.tell()
+        err.seek(0)
+        err_text = err.read().decode(errors="replace") if capture_err else ""
+    rss = ru.ru_maxrss / 1024
+    if timef is not None:
+        try:
+            rss = int(Path(timef.name).read_text().split()[-1]) / 1024
+        except (ValueError, IndexError, OSError):
+            pass  # killed before time wrote it: keep wait4's figure (an upper bound)
+        timef.close()
+        os.unlink(timef.name)
+    r = {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": rss, "out": out_bytes,
+         "timeout": timed_out, "err": err_text}
+    print(f"    {wall:8.2f} s wall {r['cpu']:8.2f} s cpu {r['rss']:7.0f} MB"
+          f"{'  TIMED OUT' if timed_out else ''}  {' '.join(Path(a).name if '/' in a else a for a in argv[1:])[:70]}",
+          flush=True)
+    return r
+
+
+def best_child(argv, repeat: int, before=None, extra_env=None) -> dict:
+    runs = []
+    for _ in range(repeat):
+        if before:
+            before()
+        runs.append(run_child(argv, extra_env))
+        if runs[-1]["timeout"]:
+            break  # no point repeating a run that did not finish
+    best = min(runs, key=lambda r: r["wall"])
+    return {**best, "runs": [r["wall"] for r in runs], "rss_max": max(r["rss"] for r in runs),
+            "timeout": all(r["timeout"] for r in runs)}
+
+
+# ─── one module ─────────────────────────────────────────────────────────────────────────
+
+
+def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
+    import hloscope
+    from hloscope import parser as hp
+
+    size = path.stat().st_size
+    text = path.read_text()
+    r: dict = {"path": path, "mb": size / 1e6, "size": size}
+    print(f"\n=== {path.relative_to(REPO)}  ({size / 1e6:.1f} MB) ===", flush=True)
+
+    # ── in-process ──
+    hp._lark()  # the grammar (cached on disk): outside the timings
+    from jax._src.lib import xla_client as xc
+
+    print("  XLA C++ parse ...", flush=True)
+    r["xla"], r["xla_all"] = P.best_of(lambda: xc.hlo.hlo_module_from_text(text), repeat)
+    print(f"    {r['xla']:.2f} s", flush=True)
+    print("  hloscope parse_all ...", flush=True)
+    r["full"], r["full_all"] = P.best_of(lambda: hloscope.parse_all(text), repeat)
+    print(f"    {r['full']:.2f} s", flush=True)
+    print("  hloscope parse_all(lazy=True) ...", flush=True)
+    r["lazy"], r["lazy_all"] = P.best_of(lambda: hloscope.parse_all(text, lazy=True), repeat)
+    print(f"    {r['lazy']:.2f} s", flush=True)
+
+    modules = hloscope.parse_all(text)
+    r["insts"], r["comps"] = P.count_instructions(modules)
+    del modules
+    text = None  # the children below read the file themselves
+    gc.collect()
+
+    # The analyses alone, each once on a fully parsed module, in a child (so --timeout
+    # bounds them too): parse, then time only the analysis.
+    print("  analyses (in a child, parse not timed) ...", flush=True)
+    for key, fn in (("an_memory", "hloscope.memory:analyze_memory"),
+                    ("an_coll", "hloscope.collectives:analyze_collectives")):
+        mod, name = fn.split(":")
+        code = (f"import sys, time, importlib, hloscope; f = getattr(importlib.import_module({mod!r}), {name!r}); "
+                f"ms = hloscope.load_all(sys.argv[1]); t0 = time.perf_counter(); [f(m) for m in ms]; "
+                f"sys.stderr.write('ANALYSIS %.6f\\n' % (time.perf_counter() - t0))")
+        c = run_child([sys.executable, "-c", code, str(path)], capture_err=True)
+        r[key] = float(c["err"].split("ANALYSIS ")[1].split()[0]) if "ANALYSIS " in c["err"] else None
+        r[key + "_child"] = c
+        print(f"    {name}: " + (f"{r[key]:.2f} s" if r[key] is not None else "did not finish"), flush=True)
+
+    # ── subprocesses ──
+    py = sys.executable
+    f = str(path)
+    print("  subprocesses: interpreter, imports, load_all ...", flush=True)
+    r["py_pass"] = best_child([py, "-c", "pass"], repeat)
+    r["imp_cli"] = best_child([py, "-c", "import hloscope.cli"], repeat)
+    r["imp_cmds"] = best_child(
+        [py, "-c", ("import hloscope.cli, hloscope.commands.memory, hloscope.commands.collectives, "
+                    "hloscope.parser, hloscope.memory, hloscope.collectives, hloscope.report")], repeat)
+    # As the commands load a file: lazily, through the cache (cleared, so this parses).
+    r["load_cold"] = best_child([py, "-c", "import sys, hloscope; hloscope.load_all(sys.argv[1], lazy=True)", f],
+                                repeat, before=cache.clear)
+    for key, cmd in (("memory", "memory"), ("coll", "count-collectives")):
+        argv = [py, "-m", "hloscope", cmd, f]
+        print(f"  subprocesses: hloscope {cmd} cold ...", flush=True)
+        if cache.present:
+            r[f"{key}_cold"] = best_child(argv, repeat, before=cache.clear)
+            cache.clear()
+            if r[f"{key}_cold"]["timeout"]:
+                r[f"{key}_warm"] = r[f"{key}_cold"]
+                continue
+            r[f"{key}_first"] = run_child(argv)  # populates the cache
+            print(f"  subprocesses: hloscope {cmd} warm ...", flush=True)
+            r[f"{key}_warm"] = best_child(argv, repeat)
+        else:
+            first = run_child(argv)
+            r[f"{key}_cold"] = {**first, "runs": [first["wall"]], "rss_max": first["rss"]}
+            if first["timeout"]:
+                r[f"{key}_warm"] = r[f"{key}_cold"]
+                continue
+            print(f"  subprocesses: hloscope {cmd} warm (repeat run; no cache) ...", flush=True)
+            r[f"{key}_warm"] = best_child(argv, repeat)
+    if cache.present:
+        cache.clear()
+    return r
+
+
+def print_module(r: dict) -> list[tuple[str, bool]]:
+    checks: list[tuple[str, bool]] = []
+    mb, xla = r["mb"], r["xla"]
+    name = r["path"].name
+    print(f"\n── {name}: {mb:.1f} MB, {r['insts']:,d} instructions in {r['comps']:,d} computations ──")
+    print(f"\nin-process, best of {len(r['xla_all'])}   {'time s':>8s} {'MB/s':>7s} {'× XLA':>7s}  target")
+    rows = [
+        ("XLA C++ hlo_module_from_text", xla, None),
+        ("hloscope parse_all (full)", r["full"], TARGET_PARSE_X_XLA),
+        ("hloscope parse_all(lazy=True)", r["lazy"], None),
+    ]
+    for label, t, target in rows:
+        tgt = ""
+        if target is not None:
+            ok = t <= target * xla
+            tgt = f"≤ {target:g}× XLA  {verdict(ok)}"
+            checks.append((f"{name}: full parse ≤ {target:g}× XLA ({t / xla:.2f}×)", ok))
+        print(f"{label:32s} {t:8.2f} {mb / t:7.1f} {t / xla:7.2f}  {tgt}")
+    for label, key in (("analyze_memory (parsed module)", "an_memory"),
+                       ("analyze_collectives (parsed)", "an_coll")):
+        t = r[key]
+        c = r[key + "_child"]
+        shown = f"{t:8.2f}" if t is not None else f"  > {c['wall']:.0f} (killed)"
+        print(f"{label:32s} {shown} {'':7s} {(t / xla if t is not None else float('nan')):7.2f}  "
+              f"(child: parse + analysis peak RSS {c['rss']:.0f} MB)")
+    print("runs (s): XLA " + " ".join(f"{t:.2f}" for t in r["xla_all"])
+          + " | full " + " ".join(f"{t:.2f}" for t in r["full_all"])
+          + " | lazy " + " ".join(f"{t:.2f}" for t in r["lazy_all"]))
+
+    print(f"\nsubprocess (cwd = repo), best     {'wall s':>7s} {'cpu s':>6s} {'× XLA':>6s} "
+          f"{'RSS MB':>7s} {'RSS/file':>8s}  targets (time · RSS)")
+    rows = [
+        ("python -c pass", r["py_pass"], None),
+        ("import hloscope.cli", r["imp_cli"], None),
+        ("import cli + commands + analyses", r["imp_cmds"], None),
+        ("import + load_all(FILE, lazy), cold", r["load_cold"], None),
+        ("hloscope memory, cold", r["memory_cold"], TARGET_COLD_X_XLA),
+        ("hloscope memory, warm", r["memory_warm"], TARGET_WARM_X_XLA),
+        ("hloscope count-collectives, cold", r["coll_cold"], TARGET_COLD_X_XLA),
+        ("hloscope count-collectives, warm", r["coll_warm"], TARGET_WARM_X_XLA),
+    ]
+    for label, c, target in rows:
+        rss_ratio = c["rss_max"] * 2**20 / r["size"]
+        tgt = ""
+        if target is not None:
+            ok_t = c["wall"] <= target * xla
+            ok_m = rss_ratio <= TARGET_RSS_X_FILE
+            tgt = f"≤ {target:g}× {verdict(ok_t)} · ≤ {TARGET_RSS_X_FILE:g}× {verdict(ok_m)}"
+            checks.append((f"{name}: {label} ≤ {target:g}× XLA parse ({c['wall'] / xla:.2f}×)", ok_t))
+            checks.append((f"{name}: {label} peak RSS ≤ {TARGET_RSS_X_FILE:g}× file ({rss_ratio:.2f}×)", ok_m))
+        print(f"{label:34s} {c['wall']:7.2f} {c['cpu']:6.2f} {c['wall'] / xla:6.2f} "
+              f"{c['rss_max']:7.0f} {rss_ratio:8.2f}  {tgt}"
+              f"{f'  (killed after {TIMEOUT:g} s: times/RSS are lower bounds)' if c.get('timeout') else ''}")
+    for key in ("memory", "coll"):
+        first = r.get(f"{key}_first")
+        if first:
+            print(f"  ({'memory' if key == 'memory' else 'count-collectives'} first run after clearing, "
+                  f"writes the cache: {first['wall']:.2f} s, RSS {first['rss']:.0f} MB)")
+    print("runs (s): " + " | ".join(
+        f"{k} " + " ".join(f"{t:.2f}" for t in r[k]["runs"])
+        for k in ("memory_cold", "memory_warm", "coll_cold", "coll_warm")))
+
+    # Where a cold end-to-end run goes (from the rows above; all best-of, so approximate).
+    interp = r["py_pass"]["wall"]
+    imports = r["imp_cmds"]["wall"] - interp
+    load = r["load_cold"]["wall"] - r["imp_cli"]["wall"]
+    print("\ncold end-to-end split (approx.: differences of best-of wall times from separate runs, "
+          "so a small part can come out negative on a loaded machine):")
+    for label, key, an in (("memory", "memory_cold", r["an_memory"]), ("count-collectives", "coll_cold", r["an_coll"])):
+        total = r[key]["wall"]
+        an = float("nan") if an is None else an
+        rest = total - interp - imports - load
+        print(f"  {label:18s} {total:6.2f} s = interpreter {interp:.2f} + imports {imports:.2f} + "
+              f"read+lazy parse {load:.2f} + analysis+report {rest:.2f} (in-process analysis of a fully "
+              f"parsed module {an:.2f})")
+    return checks
+
+
+def print_scaling(small: dict, large: dict) -> list[tuple[str, bool]]:
+    checks = []
+    size_ratio = large["size"] / small["size"]
+    print(f"\n── scaling {small['path'].name} → {large['path'].name} ──")
+    print(f"file size ×{size_ratio:.2f}, instructions ×{large['insts'] / small['insts']:.2f}")
+    print(f"{'':34s} {'small s':>8s} {'large s':>8s} {'ratio':>6s}  target")
+    rows = [
+        ("XLA C++ parse", small["xla"], large["xla"], False),
+        ("hloscope parse_all (full)", small["full"], large["full"], True),
+        ("hloscope parse_all(lazy=True)", small["lazy"], large["lazy"], False),
+        ("hloscope memory, cold", small["memory_cold"]["wall"], large["memory_cold"]["wall"], True),
+        ("hloscope memory, warm", small["memory_warm"]["wall"], large["memory_warm"]["wall"], False),
+        ("hloscope count-collectives, cold", small["coll_cold"]["wall"], large["coll_cold"]["wall"], True),
+        ("hloscope count-collectives, warm", small["coll_warm"]["wall"], large["coll_warm"]["wall"], False),
+        ("memory, cold: peak RSS (MB)", small["memory_cold"]["rss_max"], large["memory_cold"]["rss_max"], False),
+    ]
+    killed = {k for k in ("memory_cold", "memory_warm", "coll_cold", "coll_warm")
+              if small[k].get("timeout") or large[k].get("timeout")}
+    for label, a, b, target in rows:
+        ratio = b / a
+        key = {"hloscope memory, cold": "memory_cold", "hloscope memory, warm": "memory_warm",
+               "hloscope count-collectives, cold": "coll_cold",
+               "hloscope count-collectives, warm": "coll_warm"}.get(label)
+        tgt = ""
+        if target:
+            ok = ratio <= TARGET_SCALING and key not in killed
+            tgt = f"≤ {TARGET_SCALING:g}×  {verdict(ok)}"
+            checks.append((f"scaling: {label} ×{ratio:.2f}", ok))
+        if key in killed:
+            tgt += "  (a run was killed: not a valid ratio)"
+        print(f"{label:34s} {a:8.2f} {b:8.2f} {ratio:6.2f}  {tgt}")
+    return checks
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--large", action="store_true",
+                   help="also the ~100 MB module, built first if missing (20-30 min on 2 cores)")
+    g.add_argument("--small-only", action="store_true", help="only the ≈22 MB module")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT,
+                    help="kill a subprocess still running after this many seconds (default %(default)g)")
+    args = ap.parse_args(argv)
+    globals()["TIMEOUT"] = args.timeout
+
+    print(f"load average at start: {loadavg()}")
+    print(f"python {platform.python_version()} ({sys.executable}), {platform.platform()}")
+    print(f"parser under test: {P.parser_fingerprint()}")
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "hloscope", "grammars"],
+                           capture_output=True, text=True, check=False).stdout.split("\n")
+    dirty = [line[3:] for line in dirty if line.strip()]
+    print(f"uncommitted edits under hloscope/, grammars/: {', '.join(dirty) or 'none'}")
+    cache = ModuleCache()
+    print(f"parsed-module cache: {cache.describe()}")
+
+    paths = [P.ensure_module(P.CONFIGS["default"])]
+    large = P.module_path(P.CONFIGS["large"])
+    if args.large:
+        paths.append(P.ensure_module(P.CONFIGS["large"]))
+    elif not args.small_only:
+        if large.exists():
+            paths.append(large)
+        else:
+            print(f"{large.relative_to(REPO)} not built: small module only (--large builds it)")
+
+    results = [bench_module(p, args.repeat, cache) for p in paths]
+
+    checks: list[tuple[str, bool]] = []
+    for r in results:
+        checks += print_module(r)
+    if len(results) == 2:
+        checks += print_scaling(*results)
+
+    print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS ──")
+    for label, ok in checks:
+        print(f"  {verdict(ok)}  {label}")
+    print(f"\nload average at end: {loadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
