@@ -3,13 +3,13 @@
 Importing hloscope does not import jax; only `from_compiled` touches a jax object.
 """
 
-from .budget import assert_budget, check
+__version__ = "0.1.0"
+
+from .budget import assert_budget, check  # noqa: E402  (after __version__, which submodules read)
 from .errors import HloscopeError, HloSyntaxError
 from .ir import Computation, Instruction, Module
 from .parser import load, load_all, parse, parse_all
 from .shape import Shape
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Computation",
