@@ -501,31 +501,57 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
     return True
 
 
-def can_share_operand_buffer(operand_value: Value, user_value: Value) -> bool:
+def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
-    `operand_value` (read by the same instruction) without changing results?"""
+    `operand_value` (read by the same instruction) without changing results?
+
+    `cache` (a dict the caller keeps for one module) holds what is worked out once per user
+    instruction: asked about many operands of one fusion, the answers come without redoing it."""
     operand, user = operand_value.instruction, user_value.instruction
     if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
         return False
-    try:
-        k = user.operands.index(operand)
-    except ValueError:
+    facts = cache.get(user) if cache is not None else None
+    if facts is None:
+        facts = _SharingFacts(user)
+        if cache is not None:
+            cache[user] = facts
+    k = facts.operand_number.get(operand)
+    if k is None:
         return False
-    pairs = in_place_pairs(user)
-    for oi, n, pi in pairs:
+    for oi, n, pi in facts.pairs:
         if oi == user_value.index:
             return (n, pi) == (k, operand_value.index)
     if user.opcode == "fusion":
-        kind = user.attributes.get("kind", "")
-        if kind not in ("kLoop", "kInput"):
+        params = facts.fused_parameters
+        if params is None:
             return False
-        called = user.called_computations
-        if not called:
-            return False
-        params = {p.parameter_number: p for p in called[0].parameters}
-        p = params.get(k)
-        return p is not None and _transitive_uses_elementwise(p)
+        elementwise = facts.elementwise_parameter
+        if k not in elementwise:
+            p = params.get(k)
+            elementwise[k] = p is not None and _transitive_uses_elementwise(p)
+        return elementwise[k]
     return user.info.elementwise
+
+
+class _SharingFacts:
+    """What `can_share_operand_buffer` reads of a user instruction, worked out once."""
+
+    __slots__ = ("elementwise_parameter", "fused_parameters", "operand_number", "pairs")
+
+    def __init__(self, user: Instruction):
+        # The first operand number of each operand (as `list.index`).
+        first: dict[Instruction, int] = {}
+        for n, o in enumerate(user.operands):
+            if o not in first:
+                first[o] = n
+        self.operand_number = first
+        self.pairs = in_place_pairs(user)
+        self.fused_parameters: dict[int, Instruction] | None = None
+        self.elementwise_parameter: dict[int, bool] = {}
+        if user.opcode == "fusion" and user.attributes.get("kind", "") in ("kLoop", "kInput"):
+            called = user.called_computations
+            if called:
+                self.fused_parameters = {p.parameter_number: p for p in called[0].parameters}
 
 
 _CONTROL_FLOW = frozenset({"while", "call", "conditional"})

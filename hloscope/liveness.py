@@ -18,7 +18,10 @@ Live ranges are inclusive `[start, end]` step intervals.
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import compress, islice
+from operator import lt
 
 from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
 from .ir import Computation, Instruction
@@ -306,18 +309,27 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     temp.sort(key=lambda v: (ranges[v][0], ranges[v][1], v.id))
     temp_set = set(temp)
     end_step = live.schedule.end
-    defined: list[list[Value]] = [[] for _ in range(end_step + 1)]
-    freed: list[list[Value]] = [[] for _ in range(end_step + 1)]
+    # Steps with events only (most steps of a big module have none to replay).
+    defined: dict[int, list[Value]] = {}
+    freed: dict[int, list[Value]] = {}
     for v in temp:
         s, e = ranges[v]
-        defined[s].append(v)
-        freed[e].append(v)
+        if s in defined:
+            defined[s].append(v)
+        else:
+            defined[s] = [v]
+        if e in freed:
+            freed[e].append(v)
+        else:
+            freed[e] = [v]
     buffer_sizes: dict[int, int] = {}
     for v in temp:
         buffer_sizes[v.buffer] = max(buffer_sizes.get(v.buffer, 0), v.size)
     buffer_count: dict[int, int] = {}
     for v in dataflow.values:
         buffer_count[v.buffer] = buffer_count.get(v.buffer, 0) + 1
+    value_sets = dataflow.value_sets
+    no_values: dict = {}
 
     group_of: dict[Value, _Group] = {}
     first_in_buffer: dict[int, _Group] = {}
@@ -326,9 +338,12 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # orders equal-sized buffers by this event-time duration.
     clock = 0
     event: dict[Value, list[int]] = {}
-    freed_sets = [list(f) for f in freed]
-    for i in range(end_step + 1):
-        for v in defined[i]:
+    for i in sorted(defined.keys() | freed.keys()):
+        freed_now = freed.get(i, ())
+        # Instructions defining what dies now: an operand not among them cannot hand over its
+        # slot (a quick test before the full one).
+        dying = None
+        for v in defined.get(i, ()):
             g = first_in_buffer.get(v.buffer)
             if g is not None:
                 g.values.append(v)
@@ -339,18 +354,24 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 clock += 1
                 continue
             shared = False
-            if may_share is not None and buffer_count.get(v.buffer, 0) == 1:
-                for operand in v.instruction.operands:
-                    ov = dataflow.value_at(operand, ())
+            inst = v.instruction
+            if (may_share is not None and freed_now and buffer_count.get(v.buffer, 0) == 1
+                    and inst.info.shares_operand_buffer):
+                if dying is None:
+                    dying = {w.instruction for w in freed_now}
+                for operand in inst.operands:
+                    if operand not in dying:
+                        continue
+                    ov = value_sets.get(operand, no_values).get(())
                     if ov is None or ov not in temp_set or buffer_count.get(ov.buffer, 0) > 1:
                         continue
-                    if ranges[ov][1] != i or ov not in freed_sets[i]:
+                    if ranges[ov][1] != i or ov not in freed_now:
                         continue
-                    if ov.instruction is not operand or not v.instruction.info.shares_operand_buffer:
+                    if ov.instruction is not operand:
                         continue
                     if not may_share(ov, v):
                         continue
-                    freed_sets[i].remove(ov)
+                    freed_now.remove(ov)
                     event[ov][1] = clock
                     clock += 1
                     g = group_of[ov]
@@ -371,7 +392,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 first_in_buffer[v.buffer] = g
                 event[v] = [clock, -1]
                 clock += 1
-        for v in freed_sets[i]:
+        for v in freed_now:
             event[v][1] = clock
             clock += 1
     for g in groups:
@@ -385,10 +406,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
         for s, e in _merge(g.intervals):
             delta[s] += g.size
             delta[e + 1] -= g.size
-    timeline, cur = [], 0
-    for t in range(end_step + 1):
-        cur += delta[t]
-        timeline.append(cur)
+    timeline = list(itertools.accumulate(delta[:end_step + 1]))
     max_live = max(timeline) if timeline else 0
     max_live_at = timeline.index(max_live) if timeline else 0
 
@@ -399,7 +417,15 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     for name, key in (("spatial", lambda g: (-g.size, g.events[0][0] - g.events[0][1], g.first.id)),
                       ("temporal", lambda g: (min(a for a, _ in g.events) - max(b for _, b in g.events),
                                               -g.size, g.first.id))):
-        size, offsets = _best_fit(sorted(groups, key=key), alignment)
+        if best is not None and best[0] <= max_live:
+            # No packing is smaller than the most bytes live at one step (groups live at one
+            # step never share bytes): this order cannot do better, and a tie keeps the first.
+            break
+        # Given the heap to beat, the packing stops once it is no smaller (None).
+        packed = _best_fit(sorted(groups, key=key), alignment, None if best is None else best[0])
+        if packed is None:
+            continue
+        size, offsets = packed
         if best is None or size < best[0]:
             best = (size, offsets, name)
     size, group_offsets, strategy = best if best else (0, {}, "spatial")
@@ -417,108 +443,141 @@ def _merge(intervals):
     return out
 
 
-class _TimeIndex:
-    """Placed intervals, found by overlap in O(log T + found) (T: the number of steps).
-
-    Two segment trees over the steps: `cover` keeps each interval at the nodes of its
-    canonical decomposition (the nodes on one leaf's path to the root hold the intervals
-    containing that step, each once); `starts` keeps it at every ancestor of its start's
-    leaf. An interval overlapping `[a, b]` either contains `a` or starts in `(a, b]`."""
-
-    __slots__ = ("leaves", "cover", "starts")
-
-    def __init__(self, steps: int):
-        leaves = 1
-        while leaves < steps + 1:
-            leaves *= 2
-        self.leaves = leaves
-        self.cover: dict[int, list[int]] = {}
-        self.starts: dict[int, list[int]] = {}
-
-    def add(self, item: int, s: int, e: int) -> None:
-        cover, lo, hi = self.cover, s + self.leaves, e + self.leaves + 1
-        while lo < hi:
-            if lo & 1:
-                cover.setdefault(lo, []).append(item)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                cover.setdefault(hi, []).append(item)
-            lo >>= 1
-            hi >>= 1
-        starts, node = self.starts, s + self.leaves
-        while node:
-            starts.setdefault(node, []).append(item)
-            node >>= 1
-
-    def overlapping(self, a: int, b: int, out: set[int]) -> None:
-        """Add to `out` every item whose interval meets `[a, b]`."""
-        cover, node = self.cover, a + self.leaves
-        while node:
-            found = cover.get(node)
-            if found:
-                out.update(found)
-            node >>= 1
-        starts, lo, hi = self.starts, a + 1 + self.leaves, b + 1 + self.leaves
-        while lo < hi:
-            if lo & 1:
-                found = starts.get(lo)
-                if found:
-                    out.update(found)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                found = starts.get(hi)
-                if found:
-                    out.update(found)
-            lo >>= 1
-            hi >>= 1
-
-
-_SHIFT = 64
-_MASK = (1 << _SHIFT) - 1
-
-
-def _best_fit(groups: list[_Group], alignment: int) -> tuple[int, dict[int, int]]:
+def _best_fit(groups: list[_Group], alignment: int,
+              limit: int | None = None) -> tuple[int, dict[int, int]] | None:
     """GlobalDecreasingSizeBestFitHeap: place each group, in order, in the smallest gap (over
     its whole lifetime) that fits it, lowest offset among equals; else above everything.
+    With a `limit`, None as soon as the heap reaches it (it only grows).
 
-    The groups placed so far are found by time overlap through `_TimeIndex` (as XLA keeps its
-    chunks in an interval tree), not by scanning all of them."""
+    A gap is a hole in the union of the `[offset, aligned end)` ranges of the groups placed so
+    far that meet the candidate in time (XLA finds those through an interval tree of chunks).
+    Here that union is kept pre-merged, per node of two segment trees over the time axis, as
+    the sorted starts and ends of disjoint ranges (touching ranges merged, so the lists stay
+    short where memory is densely packed):
+
+    - `cover`: each placed interval at the nodes of its canonical decomposition (the nodes on
+      one leaf's path to the root hold the intervals containing that step);
+    - `starts`: each placed interval at every ancestor of its start's leaf.
+
+    An interval meets `[a, b]` either by containing `a` or by starting in `(a, b]`, so the
+    union for a candidate is that of O(log T) such lists, not of every chunk it meets. Only
+    the order of interval ends matters for overlap, so time is compressed to their ranks."""
     offsets: dict[int, int] = {}
     if not groups:
         return 0, offsets
-    index = _TimeIndex(max(g.end for g in groups) + 1)
-    placed: list[int] = []  # offset << _SHIFT | aligned end
+    merged = [_merge(g.intervals) for g in groups]
+    points = sorted({p for ivs in merged for iv in ivs for p in iv})
+    rank = {p: i for i, p in enumerate(points)}
+    leaves = 1
+    while leaves < len(points) + 1:
+        leaves *= 2
+    # Per node: None, or ([starts], [ends]) of its disjoint ranges in offset order.
+    cover: list[tuple[list[int], list[int]] | None] = [None] * (2 * leaves)
+    starts: list[tuple[list[int], list[int]] | None] = [None] * (2 * leaves)
     heap_size = 0
-    for g in groups:
-        ivs = _merge(g.intervals)
-        near: set[int] = set()
-        for s, e in ivs:
-            index.overlapping(s, e, near)
-        # Occupied [offset, aligned end) ranges, in (offset, end) order: one int each sorts
-        # much faster than tuples.
-        used = sorted(map(placed.__getitem__, near))
-        best_off, best_gap = None, None
-        cursor = 0
+    for g, ivs in zip(groups, merged):
         size = g.size
-        for key in used:
-            off, aend = key >> _SHIFT, key & _MASK
-            if off > cursor:
-                gap = off - cursor
-                if gap >= size and (best_gap is None or gap < best_gap):
-                    best_off, best_gap = cursor, gap
-            if aend > cursor:
-                cursor = aend
-        if best_off is None:
-            best_off = cursor
+        ivs = [(rank[s] + leaves, rank[e] + leaves) for s, e in ivs]
+        # The merged ranges of every placed group that meets this one in time.
+        lists = []
+        add = lists.append
+        for a, b in ivs:
+            node = a
+            while node:
+                found = cover[node]
+                if found:
+                    add(found)
+                node >>= 1
+            lo, hi = a + 1, b + 1
+            while lo < hi:
+                if lo & 1:
+                    found = starts[lo]
+                    if found:
+                        add(found)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    found = starts[hi]
+                    if found:
+                        add(found)
+                lo >>= 1
+                hi >>= 1
+        # The smallest hole that fits, lowest offset among equals; else the top. With all the
+        # starts S and all the ends E sorted each on its own, the holes of the union of the
+        # ranges are exactly the non-empty [E[i], S[i + 1]) (and [0, S[0])): at any x in
+        # one, as many ranges have ended as have begun.
+        best_off = None
+        if not lists:
+            best_off = 0
+        else:
+            if len(lists) == 1:
+                S, E = lists[0]
+            else:
+                S, E = [], []
+                for node_starts, node_ends in lists:
+                    S += node_starts
+                    E += node_ends
+                S.sort()
+                E.sort()
+            best_gap = S[0]
+            if best_gap >= size:
+                best_off = 0
+            for i in compress(range(len(E)), map(lt, E, islice(S, 1, None))):
+                gap = S[i + 1] - E[i]
+                if gap >= size and (best_off is None or gap < best_gap):
+                    best_off, best_gap = E[i], gap
+            if best_off is None:
+                best_off = E[-1]
         offsets[id(g)] = best_off
-        n = len(placed)
-        placed.append((best_off << _SHIFT) | _align(best_off + size, alignment))
-        for s, e in ivs:
-            index.add(n, s, e)
-        heap_size = max(heap_size, best_off + size)
+        x, y = best_off, _align(best_off + size, alignment)
+        for a, b in ivs:
+            lo, hi = a, b + 1
+            while lo < hi:
+                if lo & 1:
+                    node_ranges = cover[lo]
+                    if node_ranges is None:
+                        cover[lo] = ([x], [y])
+                    else:
+                        _add_range(node_ranges, x, y)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    node_ranges = cover[hi]
+                    if node_ranges is None:
+                        cover[hi] = ([x], [y])
+                    else:
+                        _add_range(node_ranges, x, y)
+                lo >>= 1
+                hi >>= 1
+            node = a
+            while node:
+                node_ranges = starts[node]
+                if node_ranges is None:
+                    starts[node] = ([x], [y])
+                else:
+                    _add_range(node_ranges, x, y)
+                node >>= 1
+        if best_off + size > heap_size:
+            heap_size = best_off + size
+            if limit is not None and heap_size >= limit:
+                return None
     return heap_size, offsets
+
+
+def _add_range(node_ranges: tuple[list[int], list[int]], x: int, y: int) -> None:
+    """Add `[x, y)` to disjoint ranges kept as sorted starts and ends, merging it with those
+    it overlaps or touches."""
+    node_starts, node_ends = node_ranges
+    i = bisect_left(node_ends, x)  # the first range ending at or after x
+    j = bisect_right(node_starts, y, i)  # past the last one starting at or before y
+    if i == j:
+        node_starts.insert(i, x)
+        node_ends.insert(i, y)
+    else:
+        s = node_starts[i]
+        e = node_ends[j - 1]
+        node_starts[i:j] = (min(s, x),)
+        node_ends[i:j] = (max(e, y),)
 
 
 def live_bytes_timeline(live: LiveRanges, values=None) -> list[int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .dataflow import Dataflow, Value, analyze_dataflow, can_share_operand_buffer, parse_input_output_alias
 from .errors import NotScheduledError
-from .liveness import Heap, LiveRanges, compute_live_ranges, simulate_heap
+from .liveness import Heap, LiveRanges, _merge, compute_live_ranges, simulate_heap
 
 ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
 """Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
@@ -110,7 +110,13 @@ def detect_platform(module) -> str:
         if ":T(" in inst.shape.text:
             return "tpu"
     for inst in _scheduled_instructions(module):
-        raw = inst.attributes.raw.get("backend_config", "") if hasattr(inst.attributes, "raw") else ""
+        attributes = inst.attributes
+        tail = getattr(attributes, "tail", "")
+        if tail and "operation_queue_id" not in tail and "__triton" not in tail:
+            # Still unsplit text that holds neither marker: no need to split it to know.
+            raw = ""
+        else:
+            raw = attributes.raw.get("backend_config", "") if hasattr(attributes, "raw") else ""
         if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
             return "gpu"
         if inst.opcode == "custom-call" and "__cublas" in inst.attributes.get("custom_call_target", ""):
@@ -144,9 +150,41 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
         return taken
     allocations.sort(key=lambda a: (a[0], a[1]))
     sizes = [a[0] for a in allocations]
-    # Each allocation's overall span [first start, last end]: a buffer outside it cannot
-    # overlap any of its ranges (checked one by one only otherwise).
+    # A buffer with one live range conflicts with an allocation whose ranges merge into one
+    # interval exactly when it overlaps that interval: such allocations ("simple") are found
+    # by blocks of the per-space sequence keeping the smallest end and the largest start, so
+    # the first one that fits is found without visiting each. The others ("complex": ranges
+    # with holes, or those that took a buffer) are checked one by one, as are buffers with
+    # several ranges.
+    n_alloc = len(allocations)
     spans = [[min(s for s, _ in a[2]), max(e for _, e in a[2])] for a in allocations]
+    none_start, none_end = -1, 1 << 62  # never "ends before" nor "starts after" anything
+    simple_start = [none_start] * n_alloc
+    simple_end = [none_end] * n_alloc
+    complex_by_space: dict[int, list[int]] = {}
+    members: dict[int, list[int]] = {}
+    for k, (_, _, alloc_ranges, space) in enumerate(allocations):
+        members.setdefault(space, []).append(k)
+        if len(_merge(alloc_ranges)) == 1:
+            simple_start[k], simple_end[k] = spans[k]
+        else:
+            complex_by_space.setdefault(space, []).append(k)
+    block = 32
+    # Per space: its allocations in order, and per block of them (min end, max start).
+    blocks: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    for space, ks in members.items():
+        mins = [min(simple_end[k] for k in ks[i:i + block]) for i in range(0, len(ks), block)]
+        maxs = [max(simple_start[k] for k in ks[i:i + block]) for i in range(0, len(ks), block)]
+        blocks[space] = (ks, mins, maxs)
+
+    def conflicts(alloc_ranges, mine, lo, hi) -> bool:
+        if len(mine) == 1:
+            for s, e in alloc_ranges:
+                if s <= hi and lo <= e:
+                    return True
+            return False
+        return any(s <= e2 and s2 <= e for s, e in alloc_ranges for s2, e2 in mine)
+
     order = sorted(temp_buffers, key=lambda b: (-max(v.size for v in df.buffers[b]), df.buffers[b][0].id))
     for b in order:
         vs = df.buffers[b]
@@ -156,28 +194,58 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
         mine = [ranges[v] for v in vs]
         lo, hi = min(s for s, _ in mine), max(e for _, e in mine)
         my_space = vs[0].shape.memory_space
+        if my_space not in blocks:
+            continue
+        ks, mins, maxs = blocks[my_space]
         # Allocations are in increasing size: skip those too small at once.
-        for k in range(bisect.bisect_left(sizes, size), len(allocations)):
-            _, _, alloc_ranges, space = allocations[k]
-            if my_space != space:
-                continue
-            span = spans[k]
-            if not (hi < span[0] or lo > span[1]):
-                if len(mine) == 1:
-                    # The common case, without a generator: one range against the allocation's.
-                    for s, e in alloc_ranges:
-                        if s <= hi and lo <= e:
+        first = bisect.bisect_left(sizes, size)
+        pos = bisect.bisect_left(ks, first)
+        found = None
+        if len(mine) == 1:
+            # The first simple allocation that does not overlap [lo, hi].
+            bi = pos // block
+            while bi < len(mins):
+                if mins[bi] < lo or maxs[bi] > hi:
+                    for p in range(max(pos, bi * block), min(len(ks), (bi + 1) * block)):
+                        k = ks[p]
+                        if simple_end[k] < lo or simple_start[k] > hi:
+                            found = k
                             break
-                    else:
-                        s = None
-                    if s is not None:
-                        continue
-                elif any(s <= e2 and s2 <= e for s, e in alloc_ranges for s2, e2 in mine):
+                    if found is not None:
+                        break
+                bi += 1
+            # A complex allocation before it that fits.
+            for k in complex_by_space.get(my_space, ()):
+                if k < first:
                     continue
-            alloc_ranges.extend(mine)
-            span[0], span[1] = min(span[0], lo), max(span[1], hi)
-            taken.add(b)
-            break
+                if found is not None and k > found:
+                    break
+                span = spans[k]
+                if hi < span[0] or lo > span[1] or not conflicts(allocations[k][2], mine, lo, hi):
+                    found = k
+                    break
+        else:
+            for p in range(pos, len(ks)):
+                k = ks[p]
+                span = spans[k]
+                if hi < span[0] or lo > span[1] or not conflicts(allocations[k][2], mine, lo, hi):
+                    found = k
+                    break
+        if found is None:
+            continue
+        k = found
+        allocations[k][2].extend(mine)
+        span = spans[k]
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+        taken.add(b)
+        if simple_end[k] != none_end:
+            # It now has more than one range: checked one by one from here on.
+            simple_start[k], simple_end[k] = none_start, none_end
+            p = bisect.bisect_left(ks, k)
+            i = p // block * block
+            mins[p // block] = min(simple_end[q] for q in ks[i:i + block])
+            maxs[p // block] = max(simple_start[q] for q in ks[i:i + block])
+            bisect.insort(complex_by_space.setdefault(my_space, []), k)
     return taken
 
 
@@ -231,7 +299,12 @@ def _analyze_memory(module, platform: str | None, alignment: int | None) -> Memo
             continue
         for v in df.buffers[b]:
             by_space.setdefault(v.shape.memory_space, []).append(v)
-    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, can_share_operand_buffer)
+    sharing_facts: dict = {}
+
+    def may_share(operand_value: Value, user_value: Value) -> bool:
+        return can_share_operand_buffer(operand_value, user_value, sharing_facts)
+
+    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, may_share)
                               for space, vs in by_space.items()}
     heap = heaps.get(0)
     steps = live.schedule.steps
