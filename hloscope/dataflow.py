@@ -338,12 +338,16 @@ def _resolve(v: Value) -> Value:
     return v
 
 
+# How an in-place op shows in a body's text (`dynamic-update-slice(`), from the opcode table.
+_IN_PLACE_CALLS = tuple(f"{op}(" for op in opcodes.all_known() if opcodes.info(op).in_place_operand is not None)
+
+
 def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple]]:
     """(output_index, operand, operand_index) pairs a fusion updates in place: its root (or a
     root tuple element) is a dynamic-update-slice or scatter of one of its parameters."""
     called = inst.called_computations
-    if not called:
-        return []
+    if not called or not called[0].may_mention(_IN_PLACE_CALLS):
+        return []  # an unread body with no in-place op in its text: no need to read it
     root = called[0].root
     roots = [((), root)]
     if root.opcode == "tuple":

@@ -183,3 +183,12 @@ def test_tpu_temporaries_are_in_memory_space_1(path, results):
     ours, _ = results[path.name]
     spaces = ours.to_dict()["memory_spaces"]
     assert set(spaces) >= {"1"} and spaces["1"] > 0
+
+
+@pytest.mark.parametrize("path", fixture_dirs(), ids=lambda p: p.name)
+def test_lazy_loading_gives_the_same_memory(path, results):
+    """The CLI loads lazily and reads a fused body only when its text holds an in-place op."""
+    ours, _ = results[path.name]
+    lazy = hloscope.load(path / "module.hlo.txt", lazy=True)
+    assert lazy.memory().to_dict() == ours.to_dict()
+    assert not all(c.is_read for c in lazy.computations)
