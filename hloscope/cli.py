@@ -9,6 +9,7 @@ Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 inte
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
