@@ -1,11 +1,17 @@
 """Child process for benchmarks/parse.py: compile an unrolled, FSDP-sharded transformer
 train step with JAX on 8 fake CPU devices and write `compiled.as_text()` to a file.
 
-Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH
+Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH [SCOPES]
+SCOPES=1 wraps the model in `jax.named_scope`s shaped like a Flax/MaxText module tree
+(transformer/decoder/layers_N/self_attention/head_N/..., optimizer/adam/...), so `op_name`
+metadata carries module paths as real model dumps do; SCOPES=0 (the default) adds none: the
+instructions are then exactly those generated before this option existed (only the source
+line numbers in the module's stack-frame table differ, as after any edit to this file).
 XLA_FLAGS must carry --xla_force_host_platform_device_count=8 before jax is imported;
 parse.py sets it in the child's environment, and this file sets it too as a fallback.
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -22,7 +28,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 def main():
     out, layers, heads, d, ff, seq, batch = sys.argv[1], *map(int, sys.argv[2:8])
+    scoped = len(sys.argv) > 8 and sys.argv[8] not in ("", "0")
     hd = d // heads
+
+    def scope(name):
+        # Only with SCOPES=1: otherwise a no-op, so the default module is unchanged.
+        return jax.named_scope(name) if scoped else contextlib.nullcontext()
     devices = jax.devices()
     assert len(devices) == 8, devices
     mesh = Mesh(devices, ("fsdp",))
@@ -66,42 +77,64 @@ def main():
         return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
     def block(p, x):
-        h = rmsnorm(x, p["ln1"]).astype(jnp.bfloat16)
-        q = h @ p["wq"].astype(jnp.bfloat16)
-        k = h @ p["wk"].astype(jnp.bfloat16)
-        v = h @ p["wv"].astype(jnp.bfloat16)
-        mask = jnp.tril(jnp.ones((seq, seq), bool))
-        outs = []
-        for i in range(heads):  # heads unrolled too, as in hand-written per-head attention
-            sl = slice(i * hd, (i + 1) * hd)
-            qi, ki, vi = rope(q[..., sl]), rope(k[..., sl]), v[..., sl]
-            att = jnp.einsum("bqd,bkd->bqk", qi, ki).astype(jnp.float32) / jnp.sqrt(hd)
-            att = jnp.where(mask, att, -1e9)
-            att = jax.nn.softmax(att, axis=-1).astype(jnp.bfloat16)
-            outs.append(jnp.einsum("bqk,bkd->bqd", att, vi))
-        o = jnp.concatenate(outs, axis=-1)
-        x = x + (o @ p["wo"].astype(jnp.bfloat16)).astype(jnp.float32)
-        h = rmsnorm(x, p["ln2"]).astype(jnp.bfloat16)
-        h = jax.nn.gelu(h @ p["w1"].astype(jnp.bfloat16), approximate=False)
-        return x + (h @ p["w2"].astype(jnp.bfloat16)).astype(jnp.float32)
+        with scope("pre_self_attention_layer_norm"):
+            h = rmsnorm(x, p["ln1"]).astype(jnp.bfloat16)
+        with scope("self_attention"):
+            with scope("query"):
+                q = h @ p["wq"].astype(jnp.bfloat16)
+            with scope("key"):
+                k = h @ p["wk"].astype(jnp.bfloat16)
+            with scope("value"):
+                v = h @ p["wv"].astype(jnp.bfloat16)
+            mask = jnp.tril(jnp.ones((seq, seq), bool))
+            outs = []
+            for i in range(heads):  # heads unrolled too, as in hand-written per-head attention
+                with scope(f"head_{i}"):
+                    sl = slice(i * hd, (i + 1) * hd)
+                    with scope("rotary_embedding"):
+                        qi, ki, vi = rope(q[..., sl]), rope(k[..., sl]), v[..., sl]
+                    with scope("attention_weights"):
+                        att = jnp.einsum("bqd,bkd->bqk", qi, ki).astype(jnp.float32) / jnp.sqrt(hd)
+                        att = jnp.where(mask, att, -1e9)
+                        att = jax.nn.softmax(att, axis=-1).astype(jnp.bfloat16)
+                    with scope("attention_output"):
+                        outs.append(jnp.einsum("bqk,bkd->bqd", att, vi))
+            o = jnp.concatenate(outs, axis=-1)
+            with scope("out"):
+                x = x + (o @ p["wo"].astype(jnp.bfloat16)).astype(jnp.float32)
+        with scope("pre_ffw_layer_norm"):
+            h = rmsnorm(x, p["ln2"]).astype(jnp.bfloat16)
+        with scope("mlp"):
+            with scope("wi"):
+                h = jax.nn.gelu(h @ p["w1"].astype(jnp.bfloat16), approximate=False)
+            with scope("wo"):
+                return x + (h @ p["w2"].astype(jnp.bfloat16)).astype(jnp.float32)
 
     def loss_fn(params, tokens):
-        x = params["embed"][tokens]
-        for p in params["layers"]:  # unrolled on purpose: one copy of the layer per layer
-            x = block(p, x)
-        x = rmsnorm(x, params["ln_f"])
-        logits = x @ params["embed"].T
-        labels = jnp.roll(tokens, -1, axis=1)
-        logp = jax.nn.log_softmax(logits, axis=-1)
-        return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
+        with scope("transformer"):
+            with scope("token_embedder"):
+                x = params["embed"][tokens]
+            with scope("decoder"):
+                for i, p in enumerate(params["layers"]):  # unrolled on purpose: one copy per layer
+                    with scope(f"layers_{i}"):
+                        x = block(p, x)
+                with scope("decoder_norm"):
+                    x = rmsnorm(x, params["ln_f"])
+            with scope("logits"):
+                logits = x @ params["embed"].T
+        with scope("cross_entropy_loss"):
+            labels = jnp.roll(tokens, -1, axis=1)
+            logp = jax.nn.log_softmax(logits, axis=-1)
+            return -jnp.mean(jnp.take_along_axis(logp, labels[..., None], axis=-1))
 
     def train_step(params, opt, tokens):
         loss, grads = jax.value_and_grad(loss_fn)(params, tokens)
         # Adam, written out (no optax dependency).
         b1, b2, lr, eps = 0.9, 0.999, 1e-3, 1e-8
-        mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], grads)
-        nu = jax.tree.map(lambda n, g: b2 * n + (1 - b2) * g * g, opt["nu"], grads)
-        params = jax.tree.map(lambda w, m, n: w - lr * m / (jnp.sqrt(n) + eps), params, mu, nu)
+        with scope("optimizer"), scope("adam"):
+            mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, opt["mu"], grads)
+            nu = jax.tree.map(lambda n, g: b2 * n + (1 - b2) * g * g, opt["nu"], grads)
+            params = jax.tree.map(lambda w, m, n: w - lr * m / (jnp.sqrt(n) + eps), params, mu, nu)
         return params, {"mu": mu, "nu": nu}, loss
 
     pshapes = shapes()
@@ -122,7 +155,7 @@ def main():
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, out)
-    print(f"layers={layers} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
+    print(f"layers={layers} heads={heads} scopes={int(scoped)} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
 
 
 if __name__ == "__main__":

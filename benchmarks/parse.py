@@ -3,7 +3,7 @@
 Run on demand (not a test):
 
     python benchmarks/parse.py              # ≥ 20 MB module (generated once, cached)
-    python benchmarks/parse.py --large      # ~100 MB module (slow to compile; see --help)
+    python benchmarks/parse.py --large      # ≈ 54 MB module (slow to compile; see --help)
     python benchmarks/parse.py --profile    # + cProfile of hloscope's parse (top 25)
     python benchmarks/parse.py --breakdown  # + lexer / LALR / callbacks split, tokens by type
     python benchmarks/parse.py --file some.hlo   # any HLO text instead of the generated one
@@ -38,10 +38,18 @@ sys.path.insert(0, str(REPO))
 CONFIGS = {
     # ≈ 22 MB of text, ≈ 3.5-4 min to compile on a 2-core machine.
     "default": dict(layers=32, heads=16, d=256, ff=1024, seq=128, batch=16),
-    # ≈ 100 MB of text. Compile time grows a little faster than linearly with the text
-    # (4 layers/8 heads: 1.7 MB in 8 s; 32 layers/16 heads: 22 MB in 193 s), so expect
-    # roughly 20-25 minutes here. Optional: only built with --large.
-    "large": dict(layers=144, heads=16, d=256, ff=1024, seq=128, batch=16),
+    # ≈ 54 MB of text: about the most this machine (24 GB, shared) compiles within ~12 GB.
+    # Compile memory grows quadratically with the instructions: a transient spike during
+    # XLA's CPU `fusion` pass (seen in pass logs + RSS trace; presumably its reachability map
+    # over the whole entry computation) on top of a ~linear baseline. Generator peak RSS
+    # (/usr/bin/time %M), 16 heads: 8 layers 0.79 GB, 16 → 1.41 GB, 32 (scoped) → 3.4 GB,
+    # 64 (scoped) → 9.7 GB; 144 layers was OOM-killed at 24 GB.
+    # So ≥ 100 MB of a single unrolled computation would need ~27 GB or more. Same model as
+    # "default" with twice the layers, plus jax.named_scope module paths in op_name
+    # metadata (scopes=True, see _gen_hlo.py; +21% text per instruction): 54.2 MB,
+    # 2.0× the default's instructions (379K); lower 63 s + compile 632 s (~12 min) on 2 cores.
+    # Optional: only built with --large.
+    "large": dict(layers=64, heads=16, d=256, ff=1024, seq=128, batch=16, scopes=True),
 }
 
 
@@ -52,7 +60,8 @@ def rss_mb() -> float:
 
 def module_path(cfg: dict) -> Path:
     c = cfg
-    return OUT / f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}.hlo"
+    scoped = "_scoped" if c.get("scopes") else ""
+    return OUT / f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}{scoped}.hlo"
 
 
 def ensure_module(cfg: dict) -> Path:
@@ -67,6 +76,8 @@ def ensure_module(cfg: dict) -> Path:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
     env.setdefault("JAX_PLATFORMS", "cpu")
     args = [str(cfg[k]) for k in ("layers", "heads", "d", "ff", "seq", "batch")]
+    if cfg.get("scopes"):
+        args.append("1")  # jax.named_scope module paths in op_name metadata (_gen_hlo.py)
     print(f"generating {path.relative_to(REPO)} (JAX compile in a subprocess) ...", flush=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(HERE / "_gen_hlo.py"), str(path), *args], env=env, check=True)
@@ -291,7 +302,7 @@ def parser_fingerprint() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--large", action="store_true",
-                    help="use the ~100 MB module (compiling it takes roughly 20-25 min on 2 cores)")
+                    help="use the ≈ 54 MB module (compiling it takes ~12 min and ~10 GB on 2 cores)")
     ap.add_argument("--file", help="benchmark this HLO text file instead of the generated module")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     ap.add_argument("--profile", action="store_true", help="cProfile hloscope's parse; top 25")

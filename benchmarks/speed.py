@@ -2,8 +2,8 @@
 
 Run on demand (not a test):
 
-    python benchmarks/speed.py                # 22 MB module, + the ~100 MB one if already built
-    python benchmarks/speed.py --large        # build the ~100 MB module if missing (20-30 min)
+    python benchmarks/speed.py                # 22 MB module, + the ≈ 54 MB one if already built
+    python benchmarks/speed.py --large        # build the ≈ 54 MB module if missing (~12 min, ~10 GB)
     python benchmarks/speed.py --small-only   # only the 22 MB module
     python benchmarks/speed.py --repeat 5     # runs per timing (the best is reported)
 
@@ -385,7 +385,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--large", action="store_true",
-                   help="also the ~100 MB module, built first if missing (20-30 min on 2 cores)")
+                   help="also the ≈ 54 MB module, built first if missing (~12 min, ~10 GB RSS on 2 cores)")
     g.add_argument("--small-only", action="store_true", help="only the ≈22 MB module")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT,
