@@ -118,9 +118,6 @@ class Dataflow:
     async_wrapped: dict[Instruction, Computation | None] = field(default_factory=dict)
     """Each async start → its wrapped computation (None for printing sugar without one)."""
 
-    def value_at(self, inst: Instruction, index: tuple = ()) -> Value | None:
-        return self.value_sets.get(inst, {}).get(index)
-
 
 def parse_input_output_alias(text: str | None) -> list[tuple[tuple, int, tuple]]:
     """`{ {0}: (0, {}, may-alias), ... }` → [(output_index, parameter, parameter_index)]."""

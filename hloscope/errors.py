@@ -38,9 +38,6 @@ class HloSyntaxError(HloscopeError):
             caret_at = self.column
         return f"{head}\n{shown}\n{' ' * max(0, caret_at - 1)}^"
 
-    def with_filename(self, filename: str) -> "HloSyntaxError":
-        return HloSyntaxError(self.message, self.line, self.column, self.source_line, filename)
-
 
 class NotScheduledError(HloscopeError):
     """An analysis needs the scheduled module (`is_scheduled=true`), and this one is not."""

@@ -254,14 +254,6 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
 
 
 @dataclass(frozen=True)
-class Placement:
-    """A value group's place in the temp allocation: bytes `[offset, offset + size)`."""
-
-    offset: int
-    size: int
-
-
-@dataclass(frozen=True)
 class Heap:
     """The temp heap of one memory space."""
 

@@ -41,11 +41,6 @@ class OpInfo:
     """`start`, `update` or `done` for one half of an asynchronous pair, else None."""
     wrapped: str | None = None
     """For an async op, the opcode it runs asynchronously (`all-gather` for `all-gather-start`)."""
-    forwards_buffers: bool = False
-    """Defines no new buffer: its result is (part of) an operand's or a callee's buffer."""
-    thread_local_callees: bool = False
-    """Its called computations run per element or inline (fusion, reduce, sort, ...): their
-    values never get buffers of their own."""
     known: bool = True
     """False for an opcode this table has never heard of (kept, as newer XLA may print it)."""
 
@@ -101,6 +96,7 @@ reshape reverse rng rng-bit-generator rng-get-and-update-state round-nearest-afz
 round-nearest-even rsqrt select set-dimension-size shift-left shift-right-arithmetic
 shift-right-logical sign sine slice sqrt stochastic-convert subtract tan tanh topk transpose
 triangular-solve tuple xor scaled-dot composite-call
+fusion reduce reduce-window map sort select-and-scatter custom-call
 """.split()
 
 _ELEMENTWISE = """
@@ -123,34 +119,26 @@ _TABLE.update(
     {
         # Ops whose result is an operand's or a callee's buffer (XLA_MEMORY.md, "Values").
         "parameter": _op("parameter", value_rule="parameter"),
-        "bitcast": _op("bitcast", forwards_buffers=True, value_rule="forward"),
-        "get-tuple-element": _op("get-tuple-element", forwards_buffers=True, value_rule="element",
+        "bitcast": _op("bitcast", value_rule="forward"),
+        "get-tuple-element": _op("get-tuple-element", value_rule="element",
                                  uses_only_top_level=True),
         "tuple": _op("tuple", value_rule="tuple", uses_operand_values=False),
-        "while": _op("while", forwards_buffers=True, value_rule="while"),
-        "call": _op("call", forwards_buffers=True, value_rule="call"),
-        "conditional": _op("conditional", forwards_buffers=True, value_rule="conditional"),
-        "domain": _op("domain", forwards_buffers=True, value_rule="forward", uses_operand_values=False),
-        "add-dependency": _op("add-dependency", forwards_buffers=True, value_rule="forward"),
-        "opt-barrier": _op("opt-barrier", forwards_buffers=True, value_rule="forward"),
+        "while": _op("while", value_rule="while"),
+        "call": _op("call", value_rule="call"),
+        "conditional": _op("conditional", value_rule="conditional"),
+        "domain": _op("domain", value_rule="forward", uses_operand_values=False),
+        "add-dependency": _op("add-dependency", value_rule="forward"),
+        "opt-barrier": _op("opt-barrier", value_rule="forward"),
         "copy": _op("copy", uses_only_top_level=True, shares_operand_buffer=False),
         # In-place updates: the output is written into operand 0's buffer.
         "dynamic-update-slice": _op("dynamic-update-slice", in_place_operand=0),
-        # Ops whose callees are applied per element or fused: thread-local.
-        "fusion": _op("fusion", thread_local_callees=True),
-        "reduce": _op("reduce", thread_local_callees=True),
-        "reduce-window": _op("reduce-window", thread_local_callees=True),
-        "map": _op("map", thread_local_callees=True),
-        "sort": _op("sort", thread_local_callees=True),
-        "scatter": _op("scatter", thread_local_callees=True, in_place_operand=0),
-        "select-and-scatter": _op("select-and-scatter", thread_local_callees=True),
-        "custom-call": _op("custom-call", thread_local_callees=True),
+        "scatter": _op("scatter", in_place_operand=0),
         # Async machinery.
         "async-start": _op("async-start", async_role="start", value_rule="async-start", async_computation=True),
         "async-update": _op("async-update", async_role="update", value_rule="forward"),
         "async-done": _op("async-done", async_role="done", value_rule="done", start_element=1),
         "copy-start": _op("copy-start", async_role="start", wrapped="copy", value_rule="copy-start"),
-        "copy-done": _op("copy-done", async_role="done", wrapped="copy", forwards_buffers=True,
+        "copy-done": _op("copy-done", async_role="done", wrapped="copy",
                          value_rule="element", start_element=0),
         "send": _op("send", collective="send", async_role="start", wrapped="send"),
         "send-done": _op("send-done", collective="send", async_role="done", wrapped="send"),
@@ -159,28 +147,23 @@ _TABLE.update(
     }
 )
 for _kind in COLLECTIVE_KINDS:
-    _TABLE[_kind] = _op(_kind, collective=_kind, thread_local_callees=_kind in ("all-reduce", "reduce-scatter"))
+    _TABLE[_kind] = _op(_kind, collective=_kind)
 # Collectives XLA has native start/done opcodes for (the rest use async-start sugar).
 for _kind in ("all-gather", "all-reduce", "collective-permute"):
     # all-reduce-start returns its result as an array: the done only forwards it.
     tuple_output = _kind != "all-reduce"
     _TABLE[f"{_kind}-start"] = _op(
         f"{_kind}-start", collective=_kind, async_role="start", wrapped=_kind,
-        thread_local_callees=_kind == "all-reduce",
         value_rule="async-start" if tuple_output else "define",
     )
     _TABLE[f"{_kind}-done"] = _op(
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
-        forwards_buffers=_kind == "all-reduce",
         value_rule="done" if tuple_output else "forward", start_element=1 if tuple_output else None,
     )
 for _name in _ELEMENTWISE:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
 for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], may_update_in_place=False)
-
-NATIVE_ASYNC = frozenset(name for name, op in _TABLE.items() if op.async_role)
-"""Opcode spellings that are XLA opcodes of their own, not async sugar."""
 
 _SUGAR_SUFFIXES = {"-start": "start", "-update": "update", "-done": "done"}
 # `X-update` exists only as sugar; natively-async ops have no update form, send/recv no -start.
@@ -210,10 +193,6 @@ def info(opcode: str) -> OpInfo:
                     sugar=True,
                 )
     return OpInfo(name=opcode, canonical=opcode, known=False)
-
-
-def is_known(opcode: str) -> bool:
-    return info(opcode).known
 
 
 def all_known() -> list[str]:
