@@ -1,7 +1,12 @@
 """Child process for benchmarks/parse.py: compile an unrolled, FSDP-sharded transformer
 train step with JAX on 8 fake CPU devices and write `compiled.as_text()` to a file.
 
-Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH [SCOPES]
+Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH [SCOPES [GROUPS]]
+GROUPS=G > 0 splits the LAYERS unrolled layers into G `jax.lax.scan`s of two iterations each
+(every iteration runs its own weights, stacked on a leading axis of 2), so the text holds
+LAYERS layers (forward and backward) in 2×G while bodies, and the model runs 2×LAYERS. XLA's
+CPU fusion pass needs memory quadratic in one computation's instruction count: unrolled into
+the entry, 144 layers cannot be compiled in 24 GB, while in bodies of LAYERS/G layers they can.
 SCOPES=1 wraps the model in `jax.named_scope`s shaped like a Flax/MaxText module tree
 (transformer/decoder/layers_N/self_attention/head_N/..., optimizer/adam/...), so `op_name`
 metadata carries module paths as real model dumps do; SCOPES=0 (the default) adds none: the
@@ -29,6 +34,10 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 def main():
     out, layers, heads, d, ff, seq, batch = sys.argv[1], *map(int, sys.argv[2:8])
     scoped = len(sys.argv) > 8 and sys.argv[8] not in ("", "0")
+    groups = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+    reps = 2  # scan iterations per group
+    if groups:
+        assert layers % groups == 0, (layers, groups)
     hd = d // heads
 
     def scope(name):
@@ -58,9 +67,15 @@ def main():
 
     def shapes():
         layer = jax.eval_shape(init_layer, jax.random.key(0))
+        if groups:
+            # One stacked copy per scan iteration: [reps, ...] per weight.
+            stacked = jax.tree.map(lambda a: jax.ShapeDtypeStruct((reps, *a.shape), a.dtype), layer)
+            layer_list = [[stacked] * (layers // groups) for _ in range(groups)]
+        else:
+            layer_list = [layer] * layers
         params = {
             "embed": jax.ShapeDtypeStruct((1024, d), jnp.float32),
-            "layers": [layer] * layers,
+            "layers": layer_list,
             "ln_f": jax.ShapeDtypeStruct((d,), jnp.float32),
         }
         return params
@@ -115,9 +130,20 @@ def main():
             with scope("token_embedder"):
                 x = params["embed"][tokens]
             with scope("decoder"):
-                for i, p in enumerate(params["layers"]):  # unrolled on purpose: one copy per layer
-                    with scope(f"layers_{i}"):
-                        x = block(p, x)
+                if groups:
+                    per = layers // groups
+                    for gi, group in enumerate(params["layers"]):
+                        def body(x, ps, gi=gi):
+                            for j, p in enumerate(ps):  # unrolled inside the scan body
+                                with scope(f"layers_{gi * per + j}"):
+                                    x = block(p, x)
+                            return x, None
+                        with scope(f"scan_{gi}"):
+                            x, _ = jax.lax.scan(body, x, group)
+                else:
+                    for i, p in enumerate(params["layers"]):  # unrolled on purpose: one copy per layer
+                        with scope(f"layers_{i}"):
+                            x = block(p, x)
                 with scope("decoder_norm"):
                     x = rmsnorm(x, params["ln_f"])
             with scope("logits"):
@@ -138,7 +164,9 @@ def main():
         return params, {"mu": mu, "nu": nu}, loss
 
     pshapes = shapes()
-    psh = jax.tree.map(lambda _: wspec, pshapes)
+    # FSDP on the first axis of each weight; for stacked weights that is axis 1.
+    psh = jax.tree.map(lambda a: NamedSharding(mesh, P(None, "fsdp")) if groups and a.ndim > 1 and a.shape[0] == reps
+                       and a.shape[1] % 8 == 0 else wspec, pshapes)
     tokens = jax.ShapeDtypeStruct((batch, seq), jnp.int32)
     opt = {"mu": pshapes, "nu": pshapes}
     osh = {"mu": psh, "nu": psh}
@@ -155,7 +183,7 @@ def main():
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, out)
-    print(f"layers={layers} heads={heads} scopes={int(scoped)} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
+    print(f"layers={layers} heads={heads} scopes={int(scoped)} groups={groups} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
 
 
 if __name__ == "__main__":

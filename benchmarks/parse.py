@@ -4,6 +4,7 @@ Run on demand (not a test):
 
     python benchmarks/parse.py              # ≥ 20 MB module (generated once, cached)
     python benchmarks/parse.py --large      # ≈ 54 MB module (slow to compile; see --help)
+    python benchmarks/parse.py --xlarge     # ≈ 117 MB module (layers in lax.scan groups)
     python benchmarks/parse.py --profile    # + cProfile of hloscope's parse (top 25)
     python benchmarks/parse.py --breakdown  # + lexer / LALR / callbacks split, tokens by type
     python benchmarks/parse.py --file some.hlo   # any HLO text instead of the generated one
@@ -50,6 +51,11 @@ CONFIGS = {
     # 2.0× the default's instructions (379K); lower 63 s + compile 632 s (~12 min) on 2 cores.
     # Optional: only built with --large.
     "large": dict(layers=64, heads=16, d=256, ff=1024, seq=128, batch=16, scopes=True),
+    # ≈ 117 MB: the ≥ 100 MB module, which cannot be one unrolled computation on this machine
+    # (above). The same layers, scoped, in 18 `lax.scan`s of 2 iterations over 4 unrolled
+    # layers each (groups, see _gen_hlo.py): 72 layers of text, each computation small enough
+    # for the fusion pass. Optional: only built with --xlarge.
+    "xlarge": dict(layers=72, heads=16, d=256, ff=1024, seq=128, batch=16, scopes=True, groups=18),
 }
 
 
@@ -61,7 +67,8 @@ def rss_mb() -> float:
 def module_path(cfg: dict) -> Path:
     c = cfg
     scoped = "_scoped" if c.get("scopes") else ""
-    return OUT / f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}{scoped}.hlo"
+    grouped = f"_G{c['groups']}" if c.get("groups") else ""
+    return OUT / f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}{scoped}{grouped}.hlo"
 
 
 def ensure_module(cfg: dict) -> Path:
@@ -76,8 +83,9 @@ def ensure_module(cfg: dict) -> Path:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
     env.setdefault("JAX_PLATFORMS", "cpu")
     args = [str(cfg[k]) for k in ("layers", "heads", "d", "ff", "seq", "batch")]
-    if cfg.get("scopes"):
-        args.append("1")  # jax.named_scope module paths in op_name metadata (_gen_hlo.py)
+    if cfg.get("scopes") or cfg.get("groups"):
+        # jax.named_scope module paths in op_name metadata; layers in lax.scan groups (_gen_hlo.py)
+        args += ["1" if cfg.get("scopes") else "0", str(cfg.get("groups", 0))]
     print(f"generating {path.relative_to(REPO)} (JAX compile in a subprocess) ...", flush=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(HERE / "_gen_hlo.py"), str(path), *args], env=env, check=True)
@@ -303,6 +311,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--large", action="store_true",
                     help="use the ≈ 54 MB module (compiling it takes ~12 min and ~10 GB on 2 cores)")
+    ap.add_argument("--xlarge", action="store_true", help="use the ≈ 117 MB module (layers in lax.scan groups)")
     ap.add_argument("--file", help="benchmark this HLO text file instead of the generated module")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     ap.add_argument("--profile", action="store_true", help="cProfile hloscope's parse; top 25")
@@ -311,7 +320,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-timing", action="store_true", help="skip the XLA/hloscope timing table")
     args = ap.parse_args(argv)
 
-    path = Path(args.file) if args.file else ensure_module(CONFIGS["large" if args.large else "default"])
+    path = Path(args.file) if args.file else ensure_module(
+        CONFIGS["xlarge" if args.xlarge else "large" if args.large else "default"])
     text = path.read_text()
     print(f"module: {path} ({len(text) / 1e6:.1f} MB)", flush=True)
     print(f"parser under test: {parser_fingerprint()}", flush=True)
