@@ -5,11 +5,34 @@ Importing hloscope does not import jax; only `from_compiled` touches a jax objec
 
 __version__ = "0.1.0"
 
-from .budget import assert_budget, check  # noqa: E402  (after __version__, which submodules read)
-from .errors import HloscopeError, HloSyntaxError
-from .ir import Computation, Instruction, Module
-from .parser import load, load_all, parse, parse_all
-from .shape import Shape
+# Names are imported on first use (PEP 562): `hloscope memory` on a cached file should not
+# pay for the parser's and the budget's imports before it knows it needs them.
+_EXPORTS = {
+    "assert_budget": "budget",
+    "check": "budget",
+    "HloscopeError": "errors",
+    "HloSyntaxError": "errors",
+    "Computation": "ir",
+    "Instruction": "ir",
+    "Module": "ir",
+    "load": "parser",
+    "load_all": "parser",
+    "parse": "parser",
+    "parse_all": "parser",
+    "Shape": "shape",
+}
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hloscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Computation",
@@ -28,7 +51,8 @@ __all__ = [
 ]
 
 
-def from_compiled(compiled) -> Module:
+def from_compiled(compiled) -> "Module":
     """The Module of a `jax.jit(f).lower(...).compile()` result (its optimized HLO)."""
-    text = compiled.as_text()
-    return parse(text, "<compiled>")
+    from .parser import parse
+
+    return parse(compiled.as_text(), "<compiled>")

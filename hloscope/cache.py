@@ -1,4 +1,5 @@
-"""A content-hash cache of parsed modules, so a second command on the same file starts at once.
+"""A content-hash cache of parsed modules and of analysis results, so that a second command
+on the same file starts at once.
 
 What is kept is a module's outline as the lazy parser leaves it: the header, the debug
 tables, and for each computation its name, flags and where its body lies in the text. The
@@ -6,27 +7,36 @@ text itself is read again (it has to be, to hash it), and bodies are cut into in
 on use exactly as after a fresh parse. Only modules whose every body is in XLA's printed
 form, with no instruction renamed, have such an outline; others are simply not cached.
 
-The format is JSON (nothing a file could make Python execute), stamped with hloscope's
-version and the grammar's hash, in a private directory of the user's
-(`$XDG_CACHE_HOME/hloscope/modules`, else `~/.cache/hloscope/modules`). `HLOSCOPE_CACHE=0`
+Analyses that are pure functions of a module (`memory`, `collectives`) keep their frozen
+results too, keyed by the text's hash, the module's place in the file, the analysis and its
+arguments (`memoized`). They are written as JSON of their fields and rebuilt as the same
+dataclasses, of the types the analysis names and no other; a value of any other type is not
+cached at all.
+
+The format is JSON (nothing a file could make Python execute), stamped with a hash of
+hloscope's own source and grammar (any change to the code is a new stamp, so no result
+outlives the code that computed it), in a private directory of the user's
+(`$XDG_CACHE_HOME/hloscope/{modules,results}`, else under `~/.cache`). `HLOSCOPE_CACHE=0`
 (or `hloscope --no-cache`) turns it off. A file that does not read back as expected is
 ignored and removed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
 import os
 import tempfile
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__
 
-FORMAT = 1
+FORMAT = 2
 KEEP = 32
 """Most outlines kept; the least recently written go first."""
+KEEP_RESULTS = 256
 
 
 def enabled() -> bool:
@@ -51,83 +61,202 @@ def private_dir(*parts: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _stamp() -> str:
+    """Format, version, and a hash of hloscope's source files and grammar."""
     from .parser import grammar_path
 
-    grammar = hashlib.blake2b(grammar_path().read_bytes(), digest_size=8).hexdigest()
-    return f"{FORMAT}-{__version__}-{grammar}"
+    h = hashlib.blake2b(digest_size=10)
+    package = os.path.dirname(os.path.abspath(__file__))
+    for root, dirs, files in os.walk(package):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                h.update(os.path.relpath(path, package).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    h.update(grammar_path().read_bytes())
+    return f"{FORMAT}-{__version__}-{h.hexdigest()}"
 
 
-def _path(text: str) -> str | None:
-    directory = private_dir("modules")
-    if directory is None:
-        return None
+def digest(text: str) -> str:
+    """The content hash that names everything kept for `text`."""
     h = hashlib.blake2b(digest_size=20)
     for start in range(0, len(text), 1 << 22):  # in pieces: no second copy of a large text
         h.update(text[start : start + (1 << 22)].encode("utf-8", "surrogatepass"))
-    digest = h.hexdigest()
-    return os.path.join(directory, f"{digest}.json")
+    return h.hexdigest()
 
 
-def lookup(text: str, filename: str):
-    """The modules of `text` from their kept outline, or None."""
-    if not enabled():
-        return None
-    path = _path(text)
-    if path is None or not os.path.exists(path):
-        return None
+def _read(path: str) -> Any:
+    """The payload of a kept file with the current stamp; None when absent or stale; a file
+    that cannot be read as one is removed."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = json.loads(f.read())
         if data.get("stamp") != _stamp():
             return None
-        return [_module(m, text, filename) for m in data["modules"]]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+        return data["payload"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        _remove(path)
         return None
 
 
-def store(text: str, modules) -> None:
+def _write(path: str, payload: Any, keep: int) -> None:
+    """Write atomically (a reader never sees half a file), then trim the directory."""
+    directory = os.path.dirname(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            # dumps, not dump: only dumps takes the C encoder (~5× faster on large outlines).
+            f.write(json.dumps({"stamp": _stamp(), "payload": payload}, separators=(",", ":")))
+        os.replace(tmp, path)
+        _trim(directory, keep)
+    except OSError:
+        pass
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def lookup(text: str, filename: str, key: str | None = None):
+    """The modules of `text` from their kept outline, or None. `key`: `digest(text)`, when
+    the caller has it already."""
+    if not enabled():
+        return None
+    directory = private_dir("modules")
+    if directory is None:
+        return None
+    key = key or digest(text)
+    path = os.path.join(directory, f"{key}.json")
+    outlines = _read(path)
+    if outlines is None:
+        return None
+    try:
+        modules = [_module(m, text, filename) for m in outlines]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, StopIteration):
+        _remove(path)
+        return None
+    attach(modules, key)
+    return modules
+
+
+def store(text: str, modules, key: str | None = None) -> None:
     """Keep the outline of `modules` (parsed lazily from `text`) when they have one."""
     if not enabled() or not modules:
         return
     if any(c.is_read or c._body is None for m in modules for c in m.computations):
         return
-    path = _path(text)
-    if path is None:
+    directory = private_dir("modules")
+    if directory is None:
         return
-    data = {"stamp": _stamp(), "modules": [_outline(m) for m in modules]}
-    directory = os.path.dirname(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
-        os.replace(tmp, path)
-        _trim(directory)
-    except OSError:
-        pass
+    _write(os.path.join(directory, f"{key or digest(text)}.json"), [_outline(m) for m in modules], KEEP)
+
+
+def attach(modules, key: str) -> None:
+    """Name each module by the hash of its text and its place in it, for `memoized`."""
+    for i, m in enumerate(modules):
+        m.cache_key = f"{key}-{i}"
+
+
+# ─── analysis results ────────────────────────────────────────────────────────────────
+
+
+def memoized(name: str, types: tuple[type, ...]) -> Callable:
+    """Keep what `fn(module, *args)` returns, for modules that `attach` named. `types`: the
+    frozen dataclasses the result is made of, the only ones it may be rebuilt as."""
+    allowed = {t.__qualname__: t for t in types}
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(module, *args, **kwargs):
+            key = getattr(module, "cache_key", None)
+            directory = private_dir("results") if key is not None and enabled() else None
+            if directory is None:
+                return fn(module, *args, **kwargs)
+            call = hashlib.blake2b(repr((args, sorted(kwargs.items()))).encode(), digest_size=6).hexdigest()
+            path = os.path.join(directory, f"{key}-{name}-{call}.json")
+            payload = _read(path)
+            if payload is not None:
+                try:
+                    return _decode(payload, allowed)
+                except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                    _remove(path)
+            result = fn(module, *args, **kwargs)
+            try:
+                encoded = _encode(result, allowed)
+            except TypeError:  # something other than plain data: not kept
+                return result
+            _write(path, encoded, KEEP_RESULTS)
+            return result
+
+        return wrapper
+
+    return decorate
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def _encode(x: Any, allowed: dict[str, type]) -> Any:
+    """JSON for plain data: a tuple as {"t": [...]}, a dict as {"d": [[k, v], ...]} (keys of
+    any type), a dataclass of `allowed` as {"c": name, "f": [fields...]}."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, list):
+        return [_encode(v, allowed) for v in x]
+    if isinstance(x, tuple):
+        if all(v is None or type(v) in _SCALARS for v in x):
+            return {"s": list(x)}  # a long timeline: decoded without a call per element
+        return {"t": [_encode(v, allowed) for v in x]}
+    if isinstance(x, dict):
+        return {"d": [[_encode(k, allowed), _encode(v, allowed)] for k, v in x.items()]}
+    cls = type(x)
+    if allowed.get(cls.__qualname__) is cls:
+        return {"c": cls.__qualname__,
+                "f": [_encode(getattr(x, f.name), allowed) for f in dataclasses.fields(cls)]}
+    raise TypeError(f"not kept in the cache: {cls.__qualname__}")
+
+
+def _decode(x: Any, allowed: dict[str, type]) -> Any:
+    if isinstance(x, list):
+        return [_decode(v, allowed) for v in x]
+    if not isinstance(x, dict):
+        return x
+    if "s" in x:
+        items = x["s"]
+        if not all(v is None or type(v) in _SCALARS for v in items):
+            raise ValueError("not scalars")
+        return tuple(items)
+    if "t" in x:
+        return tuple(_decode(v, allowed) for v in x["t"])
+    if "d" in x:
+        return {_decode(k, allowed): _decode(v, allowed) for k, v in x["d"]}
+    return allowed[x["c"]](*(_decode(v, allowed) for v in x["f"]))
 
 
 def _outline(module) -> dict[str, Any]:
+    """Columns rather than one record per computation: a large module has tens of thousands
+    of computations, and the warm start reads them all."""
+    comps = module.computations
     return {
         "name": module.name,
         "attributes": list(module.attributes._tokens) if module.attributes._raw is None else
         [f", {k}={v}" for k, v in module.attributes.raw.items()],
         "tables": {kind: {str(k): v for k, v in rows.items()} for kind, rows in module.tables.items()},
-        "computations": [
-            {
-                "name": c.name,
-                "text_name": c.text_name,
-                "entry": c.is_entry,
-                "line": c.line,
-                "signature": c.signature if isinstance(c.signature, str) or c.signature is None else None,
-                "attributes": [f", {k}={v}" for k, v in c.attributes.raw.items()],
-                "body": [c._body.offset, len(c._body.text), c._body.line, c._body.column],
-            }
-            for c in module.computations
-        ],
+        "entry": next(i for i, c in enumerate(comps) if c.is_entry),
+        "names": [c.name for c in comps],
+        "renamed": {str(i): c.text_name for i, c in enumerate(comps) if c.text_name != c.name},
+        "lines": [c.line for c in comps],
+        "signatures": [c.signature if isinstance(c.signature, str) else None for c in comps],
+        "attributes_of": {str(i): [f", {k}={v}" for k, v in c.attributes.raw.items()]
+                          for i, c in enumerate(comps) if c.attributes},
+        # start, end, line, column of each body, one after the other.
+        "bodies": [x for c in comps for x in (c._body.start, c._body.end, c._body.line, c._body.column)],
     }
 
 
@@ -136,17 +265,28 @@ def _module(data: dict[str, Any], text: str, filename: str):
     from .ir import Computation, Module
     from .parser import _Body
 
+    names, lines, signatures, bodies = data["names"], data["lines"], data["signatures"], data["bodies"]
+    n = len(names)
+    if not (len(lines) == len(signatures) == n and len(bodies) == 4 * n
+            and all(type(x) is str for x in names) and all(type(x) is int for x in lines)
+            and all(x is None or type(x) is str for x in signatures) and all(type(x) is int for x in bodies)):
+        raise ValueError("malformed outline")
+    attributes_of = {int(i): Attributes([str(a) for a in tokens]) for i, tokens in data["attributes_of"].items()}
+    no_attributes = Attributes(())  # read-only, so one serves every computation without any
+    starts, ends = bodies[0::4], bodies[1::4]
     comps = []
-    for c in data["computations"]:
-        offset, length, line, column = c["body"]
-        body = _Body(text[offset : offset + length], int(line), int(column), int(offset))
-        if not (body.text.startswith("{") and body.text.endswith("}")):
-            raise ValueError("outline does not fit the text")
-        comp = Computation(str(c["name"]), None, bool(c["entry"]), None, Attributes(list(c["attributes"])),
-                           int(c["line"]), c["signature"], body=body)
-        comp.text_name = str(c["text_name"])
-        comps.append(comp)
-    entry = next(c for c in comps if c.is_entry)
+    add = comps.append
+    for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
+            zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
+        add(Computation(name, None, False, None, attributes_of.get(i, no_attributes), line, signature,
+                        body=_Body(text, start, end, body_line, body_column)))
+    # Every body must still be a braced span of this text (a check on the outline, not the hash).
+    if not all(text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
+        raise ValueError("outline does not fit the text")
+    for i, text_name in data["renamed"].items():
+        comps[int(i)].text_name = str(text_name)
+    entry = comps[data["entry"]]
+    entry.is_entry = True
     tables = {kind: {int(k): str(v) for k, v in rows.items()} for kind, rows in data["tables"].items()}
     module = Module(str(data["name"]), Attributes(list(data["attributes"])), comps, entry, tables)
     if filename != "<string>":
@@ -154,13 +294,10 @@ def _module(data: dict[str, Any], text: str, filename: str):
     return module
 
 
-def _trim(directory: str) -> None:
+def _trim(directory: str, keep: int) -> None:
     entries = [os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".json")]
-    if len(entries) <= KEEP:
+    if len(entries) <= keep:
         return
     entries.sort(key=lambda p: os.path.getmtime(p))
-    for p in entries[: len(entries) - KEEP]:
-        try:
-            os.remove(p)
-        except OSError:
-            pass
+    for p in entries[: len(entries) - keep]:
+        _remove(p)

@@ -192,9 +192,9 @@ class Computation:
         analysis skip bodies it need not read. A read computation always answers True; the
         caller looks at its instructions."""
         if self._instructions is None:
-            text = self._body.text
+            body = self._body
             for lit in literals:
-                if lit in text:
+                if body.mentions(lit):
                     return True
             return False
         return True
@@ -241,7 +241,7 @@ class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
     __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name",
-                 "source_path")
+                 "source_path", "cache_key")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
                  tables: dict[str, dict[int, str]]):
@@ -251,6 +251,8 @@ class Module:
         self.entry = entry
         self.tables = tables
         self.source_path: str | None = None
+        self.cache_key: str | None = None
+        """Names the module's text and place in it, when it was loaded from a file (hloscope.cache)."""
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
         for c in computations:

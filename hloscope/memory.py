@@ -10,6 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import cache
 from .dataflow import Dataflow, Value, analyze_dataflow, can_share_operand_buffer, parse_input_output_alias
 from .errors import NotScheduledError
 from .liveness import Heap, LiveRanges, _merge, compute_live_ranges, simulate_heap
@@ -249,6 +250,7 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
     return taken
 
 
+@cache.memoized("memory", (MemoryAnalysis, LiveBuffer))
 def analyze_memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
     """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`.
 

@@ -13,6 +13,7 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import lark
 from lark import Token, Transformer
@@ -59,10 +60,10 @@ def _lark() -> lark.Lark:
     return lark.Lark(
         grammar_path().read_text(),
         cache=_grammar_cache_file(),
-        lexer_callbacks={"BODY": _on_body},
+        lexer_callbacks={"BODY": _on_body, "COMPUTATION": _on_body},
         parser="lalr",
         lexer="contextual",
-        start=["start", "inline_body"],
+        start=["start", "inline_body", "computations"],
         transformer=_Builder(),
         maybe_placeholders=False,
     )
@@ -87,6 +88,7 @@ _TOKEN_WORDS = {
     "LITERAL": "a literal",
     "INSTRUCTION": "an instruction",
     "BODY": "'{'",
+    "COMPUTATION": "a computation",
     "SIGNATURE": "a signature",
     "ENTRY": "ENTRY",
     "ROOT": "ROOT",
@@ -138,6 +140,10 @@ class _Builder(Transformer):
         self.lazy = False
         # Whether the text has any computation written inline (one search per parse).
         self.inline_possible = True
+        # The whole text being parsed: lazy bodies are spans of it.
+        self.source: str | None = None
+        # Leave modules unfinished (Unfinished): more computations are to join them.
+        self.unfinished = False
         # Called with the number of characters read so far, when someone shows progress.
         self.progress = None
 
@@ -266,7 +272,12 @@ class _Builder(Transformer):
         if children[0].__class__ is Token and children[0].type == "ENTRY":
             is_entry = True
             i = 1
-        name_token = children[i]
+        first = children[i]
+        if first.type == "COMPUTATION":
+            name, signature, body = self._printed_computation(first)
+            name_token = Token("NAME", name, start_pos=first.start_pos, line=first.line, column=first.column)
+            return self._computation_with_body(name_token, signature, body, children[i + 1:], is_entry)
+        name_token = first
         i += 1
         signature = None
         if i < len(children) and (isinstance(children[i], tuple) or getattr(children[i], "type", "") == "SIGNATURE"):
@@ -274,17 +285,38 @@ class _Builder(Transformer):
             i += 1
         rest = children[i:]
         if rest and rest[0].__class__ is Token and rest[0].type == "BODY":
-            body = _Body(str(rest[0]), rest[0].line, rest[0].column, rest[0].start_pos)
-            attrs = Attributes([str(a) for a in rest[1:]])
-            name = str(name_token).lstrip("%")
-            if self.lazy and not (self.inline_possible and _INLINE_CALLEE.search(body.text)):
-                return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
-            # Read now: eagerly, or because an inline computation must join the module here.
-            instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
-            comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
-            return self._with_inline(comp)
+            body = _Body.of_token(rest[0], self.source)
+            return self._computation_with_body(name_token, signature, body, rest[1:], is_entry)
         instructions, attrs = _split_body(rest)
         comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
+        return self._with_inline(comp)
+
+    def _printed_computation(self, token):
+        """(name, signature, body) of a COMPUTATION token."""
+        text = str(token)
+        name_end = _WHITESPACE.search(text).start()
+        brace = _BODY_OPEN.search(text, name_end).start()
+        signature = text[name_end:brace].strip()
+        line = token.line + text.count("\n", 0, brace)
+        column = brace - text.rfind("\n", 0, brace)  # 1-based; rfind is -1 on the first line
+        if line == token.line:
+            column = token.column + brace
+        start = token.start_pos + brace
+        source = self.source
+        if source is not None and source.startswith(text, token.start_pos):
+            body = _Body(source, start, token.start_pos + len(text), line, column)
+        else:
+            body = _Body(text, brace, len(text), line, column)
+        return text[:name_end], signature, body
+
+    def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
+        attrs = Attributes([str(a) for a in attr_tokens])
+        if self.lazy and not (self.inline_possible and _INLINE_CALLEE.search(body.source, body.start, body.end)):
+            name = str(name_token).lstrip("%")
+            return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
+        # Read now: eagerly, or because an inline computation must join the module here.
+        instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
+        comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
         return self._with_inline(comp)
 
     def inline_body(self, children):
@@ -320,14 +352,39 @@ class _Builder(Transformer):
     def module(self, children):
         name = str(children[0]).lstrip("%")
         tables, comps = children[-1]
+        if self.unfinished:
+            return Unfinished(name, children[1:-1], comps, tables)
         return _finish_module(name, [c for c in children[1:-1]], comps, tables)
 
     def headerless(self, children):
         tables, comps = children[0]
+        if self.unfinished:
+            return [Unfinished(None, [], comps, tables)]
         return [_finish_module(None, [], comps, tables)]
+
+    def computations(self, children):
+        comps = []
+        for c in children:
+            comps.extend(c) if c.__class__ is list else comps.append(c)
+        return comps
 
     def start(self, children):
         return children
+
+
+class Unfinished(NamedTuple):
+    """A module read up to some point, for `finish_module` once all its computations are in."""
+
+    name: str | None
+    attr_tokens: list
+    computations: list
+    tables: dict
+
+
+def finish_module(part: Unfinished, more: list, known: dict | None = None) -> Module:
+    """The module of `part` with the computations `more` after its own; `known`: name_facts
+    of some of them (by id), found already."""
+    return _finish_module(part.name, part.attr_tokens, part.computations + more, part.tables, known)
 
 
 def _split_body(children):
@@ -402,6 +459,8 @@ def _cuts() -> _Cuts:
     return _Cuts(_lark())
 
 
+_WHITESPACE = re.compile(r"\s")
+_BODY_OPEN = re.compile(r"\{[ \t]*\r?\n")
 _INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\{")
 _LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 
@@ -455,16 +514,31 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
 
 
 class _Body:
-    """A computation's body as one BODY token: its text, cut into instructions on demand."""
+    """A computation's body as one BODY token, cut into instructions on demand. It is held
+    as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
 
-    __slots__ = ("text", "line", "column", "offset")
+    __slots__ = ("source", "start", "end", "line", "column")
 
-    def __init__(self, text: str, line: int, column: int, offset: int = 0):
-        self.text = text
+    def __init__(self, source: str, start: int, end: int, line: int, column: int):
+        self.source = source
+        self.start = start
+        """Where the body starts in `source` (the whole text; kept by hloscope.cache)."""
+        self.end = end
         self.line = line
         self.column = column
-        self.offset = offset
-        """Where the body starts in the whole text (for hloscope.cache)."""
+
+    @classmethod
+    def of_token(cls, token, source: str | None) -> "_Body":
+        if source is not None and source.startswith(token, token.start_pos):
+            return cls(source, token.start_pos, token.start_pos + len(token), token.line, token.column)
+        return cls(str(token), 0, len(token), token.line, token.column)  # e.g. inside an inline body
+
+    @property
+    def text(self) -> str:
+        return self.source[self.start : self.end]
+
+    def mentions(self, literal: str) -> bool:
+        return self.source.find(literal, self.start, self.end) >= 0
 
     def lines(self):
         """(instruction text, line, column) of each instruction, in order.
@@ -534,7 +608,7 @@ class _Body:
 
     def names(self) -> list[str]:
         """The instruction names, without reading the instructions."""
-        return _NAME_AT_LINE_START.findall(self.text)
+        return _NAME_AT_LINE_START.findall(self.source, self.start, self.end)
 
 
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
@@ -643,7 +717,7 @@ def _check_control_predecessors(inst, by_name) -> None:
             raise HloSyntaxError(f"instruction '{ref}' is not defined", token.line, token.column + max(k, 0))
 
 
-def _finish_module(name, attr_tokens, comps, tables) -> Module:
+def _finish_module(name, attr_tokens, comps, tables, known: dict | None = None) -> Module:
     seen: set[str] = set()
     entry = None
     for comp in comps:
@@ -661,7 +735,7 @@ def _finish_module(name, attr_tokens, comps, tables) -> Module:
     for token in attr_tokens:
         _check_module_attribute(token)
     _uniquify_computation_names(comps)
-    if any(not c.is_read for c in comps) and _renames_needed(comps):
+    if any(not c.is_read for c in comps) and _renames_needed(comps, known):
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
     if all(c.is_read for c in comps) and _renames_needed(comps):
@@ -751,18 +825,35 @@ def _uniquify_computation_names(comps) -> None:
         comp.name = uniquer.unique(comp.name)
 
 
-def _renames_needed(comps) -> bool:
+def name_facts(comp) -> tuple[list[str], list[str]]:
+    """What `_renames_needed` looks at in one computation, read or not: its instruction names
+    and the opcodes it wraps as async sugar (`reduce-scatter` for `reduce-scatter-start`)."""
+    if comp.is_read:
+        names = [i.name for i in comp.instructions]
+        starts = {i.opcode for i in comp.instructions}
+    else:
+        body = comp._body
+        names = body.names()
+        starts = {m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
+    return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
+
+
+def _renames_needed(comps, known: dict | None = None) -> bool:
     """Whether making instruction names unique would rename any, judged from the names
     alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
-    on the side of yes.
+    on the side of yes. `known`: `name_facts` of some computations (by id), found already.
 
     Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
     and `x.01`), and with the names XLA takes for the computations it builds around async
     sugar (`async_param`, the wrapped opcode's name).
     """
     names: list[str] = []
+    wrapped: set[str] = set()
     for comp in comps:
-        names.extend(i.name for i in comp.instructions) if comp.is_read else names.extend(comp._body.names())
+        facts = known.get(id(comp)) if known else None
+        comp_names, comp_wrapped = facts if facts is not None else name_facts(comp)
+        names.extend(comp_names)
+        wrapped.update(comp_wrapped)
     distinct = set(names)
     if len(distinct) != len(names):
         return True
@@ -774,13 +865,6 @@ def _renames_needed(comps) -> bool:
         if key in keys or (root if key[1] == 0 else f"{root}.{key[1]}") in distinct:
             return True
         keys.add(key)
-    wrapped = set()
-    for comp in comps:
-        if comp.is_read:
-            starts = {i.opcode for i in comp.instructions}
-        else:
-            starts = {m + "-start" for m in _START_IN_TEXT.findall(comp._body.text)}
-        wrapped.update(op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op))
     if wrapped:
         hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
         if hidden.search(joined):
@@ -879,19 +963,36 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
     into instructions only when first used (fused computations are most of a large dump);
     an error only those instructions can show (an undefined operand) then surfaces on use.
+    A large text is then read in two processes at once where it can be (hloscope.parallel).
     `progress(characters_read)` is called as the parse advances.
     """
+    if lazy:
+        from .parallel import parse_lazily_in_two
+
+        modules = parse_lazily_in_two(text, filename, progress)
+        if modules is not None:
+            return modules
+    return parse_part(text, filename, lazy=lazy, progress=progress)
+
+
+def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
+               source: str | None = None, unfinished: bool = False):
+    """What the grammar's `start` symbol reads from `text`: a list of modules (Unfinished
+    ones with `unfinished`), or of computations for `computations`. Lazy bodies are spans
+    of `source` when `text` is a prefix of it, else of `text`."""
     builder = _lark().options.transformer
     builder.progress = progress
     builder.pending_inline = []
+    builder.source = source if source is not None else text
     builder.lazy = lazy
+    builder.unfinished = unfinished
     builder.inline_possible = _INLINE_CALLEE.search(text) is not None
     gc_was_enabled = gc.isenabled()
     # The IR is millions of small objects and no cycles that need collecting while it is
     # built; the cyclic collector would otherwise run over the growing heap again and again.
     gc.disable()
     try:
-        modules = _lark().parse(text, start="start")
+        parsed = _lark().parse(text, start=start)
     except lark.exceptions.UnexpectedInput as e:
         raise _attach_source(_syntax_error(e, text), text, filename) from None
     except lark.exceptions.VisitError as e:  # an error raised inside a builder callback
@@ -903,12 +1004,14 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
         raise _attach_source(e, text, filename) from None
     finally:
         builder.progress = None
+        builder.source = None
+        builder.unfinished = False
         if gc_was_enabled:
             gc.enable()
-    if filename != "<string>":
-        for m in modules:
+    if filename != "<string>" and start == "start" and not unfinished:
+        for m in parsed:
             m.source_path = filename
-    return modules
+    return parsed
 
 
 def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
@@ -933,19 +1036,23 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
 
     With `lazy`, bodies are read on first use, and the module's outline is kept in
     hloscope's cache (see hloscope.cache) so that the next load of the same text is instant.
+    Modules loaded from a file carry the text's hash, under which analyses keep their results.
     """
+    from . import cache
+
     path = os.fspath(path)
     text = read_text(path)
-    if lazy:
-        from . import cache
-
-        modules = cache.lookup(text, path)
+    key = cache.digest(text) if cache.enabled() else None
+    if lazy and key is not None:
+        modules = cache.lookup(text, path, key)
         if modules is not None:
             return modules
-        modules = parse_all(text, path, lazy=True, progress=progress)
-        cache.store(text, modules)
-        return modules
-    return parse_all(text, path, progress=progress)
+    modules = parse_all(text, path, lazy=lazy, progress=progress)
+    if key is not None:
+        if lazy:
+            cache.store(text, modules, key)
+        cache.attach(modules, key)
+    return modules
 
 
 def load(path: str | os.PathLike, lazy: bool = False) -> Module:

@@ -56,3 +56,72 @@ def test_text_with_rule_parsed_bodies_is_not_cached(cache_home, tmp_path):
     m = hloscope.load(hand, lazy=True)
     assert m.entry.root.opcode == "negate"
     assert not cache_home.exists() or not list(cache_home.glob("*.json"))
+
+
+# ─── analysis results ────────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def results_home(cache_home):
+    return cache_home.parent / "results"
+
+
+@pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "gpu_hsdp_accum1", "tpu_hsdp_accum2"])
+def test_kept_results_are_the_results(name, results_home, monkeypatch):
+    path = FIXTURES / name / "module.hlo.txt"
+    first = hloscope.load_all(path, lazy=True)[0]
+    memory, collectives = first.memory(), first.collectives()
+    assert len(list(results_home.glob("*.json"))) == 2
+
+    # The second command gets the same results without running the analyses again.
+    import hloscope.collectives as hc
+    import hloscope.memory as hm
+
+    def not_again(*args):
+        raise AssertionError("analysis ran although its result is kept")
+
+    monkeypatch.setattr(hm, "_analyze_memory", not_again)
+    monkeypatch.setattr(hc, "_Runs", not_again)
+    second = hloscope.load_all(path, lazy=True)[0]
+    assert second.memory() == memory
+    assert second.collectives() == collectives
+    assert second.memory().to_dict() == memory.to_dict()
+    assert second.collectives().to_dict(by="source") == collectives.to_dict(by="source")
+    monkeypatch.undo()
+
+    # ...and they are what an analysis with no cache at all says.
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    fresh = hloscope.load(path)
+    assert fresh.memory() == memory
+    assert fresh.collectives() == collectives
+
+
+def test_results_depend_on_the_arguments(results_home):
+    from hloscope.memory import analyze_memory
+
+    m = hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)[0]
+    assert analyze_memory(m, alignment=1).temp_bytes <= analyze_memory(m, alignment=4096).temp_bytes
+    assert len(list(results_home.glob("*.json"))) == 2
+
+
+def test_a_damaged_or_stale_result_is_not_used(results_home, monkeypatch):
+    path = FIXTURES / "cpu_fsdp" / "module.hlo.txt"
+    expected = hloscope.load_all(path, lazy=True)[0].memory()
+    (entry,) = results_home.glob("*.json")
+    for damage in ("not json",
+                   '{"stamp": "%s", "payload": {"c": "os.system", "f": ["true"]}}' % cache._stamp(),
+                   '{"stamp": "%s", "payload": {"c": "MemoryAnalysis", "f": [1]}}' % cache._stamp(),
+                   '{"stamp": "other", "payload": 1}'):
+        entry.write_text(damage)
+        assert hloscope.load_all(path, lazy=True)[0].memory() == expected
+        assert entry.read_text() != damage  # removed, or replaced by the recomputed result
+
+
+def test_a_result_that_is_not_plain_data_is_not_kept(results_home):
+    @cache.memoized("test", ())
+    def analysis(module):
+        return object()
+
+    m = hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)[0]
+    assert analysis(m) is not analysis(m)
+    assert not list(results_home.glob("*-test-*.json"))

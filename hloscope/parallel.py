@@ -1,0 +1,146 @@
+"""A large text read lazily by two processes at once: the second half in a forked child.
+
+A lazy parse leaves each computation as an outline (its name, header and where its body
+lies in the text), so what the child finds is small to send back: a few numbers and names
+per computation, not instructions. The parent reads the first half meanwhile, rebuilds
+the child's computations over its own copy of the text, and finishes the module as a
+sequential parse would (same names, same checks): the result is the same module.
+
+Anything unusual falls back to the sequential parse, which then gives the answer or the
+error: a text under `MIN_CHARS`, more than one module, no computation boundary near the
+middle, a body the grammar's printed form does not cover (read at once, so not an outline),
+a syntax error on either side, a failed child, no `fork` (or threads running, which
+`fork` does not copy), one usable CPU, or `HLOSCOPE_JOBS=1`.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import re
+import sys
+import threading
+
+from .errors import HloSyntaxError
+from .ir import Computation
+
+MIN_CHARS = 16 << 20
+"""Below this a fork, and rebuilding the child's computations, gains too little."""
+
+# A body's closing brace, blank lines, then the header of the next computation.
+_BOUNDARY = re.compile(r"\n\}[ \t]*\r?\n(?:[ \t]*\r?\n)*(?=(?:ENTRY[ \t]+)?%?[A-Za-z_][\w.\-]*[ \t]+\()")
+
+
+def parse_lazily_in_two(text: str, filename: str, progress=None):
+    """The modules of `text` parsed lazily in two processes, or None to parse sequentially."""
+    split = _split_point(text)
+    if split is None:
+        return None
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: read the second half, send its outline, leave at once
+        os.close(read_fd)
+        try:
+            data = marshal.dumps(_outline_of_second_half(text, split))
+        except BaseException:  # noqa: BLE001 - whatever it is, the parent parses sequentially
+            data = marshal.dumps(None)
+        try:
+            with os.fdopen(write_fd, "wb") as f:
+                f.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        first = _first_half(text, split, filename, progress)
+    finally:
+        with os.fdopen(read_fd, "rb") as f:
+            data = f.read()
+        os.waitpid(pid, 0)
+    second = marshal.loads(data) if data else None
+    if first is None or second is None:
+        return None
+    return [_join(first, second, text, filename)]
+
+
+def _split_point(text: str) -> int | None:
+    if len(text) < MIN_CHARS or os.environ.get("HLOSCOPE_JOBS") == "1":
+        return None
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if cpus < 2:
+        return None
+    first_header = text.find("HloModule")
+    if first_header >= 0 and text.find("\nHloModule", first_header + 1) >= 0:
+        return None  # several modules
+    m = _BOUNDARY.search(text, len(text) // 2)
+    return m.end() if m else None
+
+
+def _first_half(text: str, split: int, filename: str, progress):
+    from .parser import parse_part
+
+    scaled = None
+    if progress is not None:
+        def scaled(position: int) -> None:
+            progress(position * len(text) // split)
+    try:
+        (part,) = parse_part(text[:split], filename, lazy=True, progress=scaled, source=text, unfinished=True)
+    except (HloSyntaxError, ValueError):
+        return None
+    if any(c._body is None for c in part.computations):
+        return None  # read at once: fine for a sequential parse, which this becomes
+    return part
+
+
+def _outline_of_second_half(text: str, split: int):
+    """Per computation of `text[split:]`: name, entry flag, line, signature, attribute texts,
+    body span and line/column in the whole text, and its name_facts; None if not outlines."""
+    from .parser import name_facts, parse_part
+
+    chunk = text[split:]
+    comps = parse_part(chunk, lazy=True, start="computations")
+    lines_before = text.count("\n", 0, split)
+    out = []
+    for c in comps:
+        body = c._body
+        if body is None or not isinstance(c.signature, str) or c.text_name != c.name:
+            return None
+        names, wrapped = name_facts(c)
+        out.append((c.name, c.is_entry, c.line + lines_before, c.signature,
+                    [f", {k}={v}" for k, v in c.attributes.raw.items()],
+                    body.start + split, body.end + split, body.line + lines_before, body.column,
+                    names, wrapped))
+    return out
+
+
+def _join(first, second, text: str, filename: str):
+    from .attributes import Attributes
+    from .parser import _Body, finish_module
+
+    comps, known = [], {}
+    for (name, is_entry, line, signature, attributes, start, end, body_line, body_column,
+         names, wrapped) in second:
+        comp = Computation(name, None, is_entry, None, Attributes(attributes), line, signature,
+                           body=_Body(text, start, end, body_line, body_column))
+        comps.append(comp)
+        known[id(comp)] = (names, wrapped)
+    try:
+        module = finish_module(first, comps, known)
+    except HloSyntaxError as e:
+        # Checks across the halves (a repeated computation name, two entries) as the
+        # sequential parse words them, with the line shown.
+        from .parser import _attach_source
+
+        raise _attach_source(e, text, filename) from None
+    if filename != "<string>":
+        module.source_path = filename
+    return module

@@ -1,0 +1,96 @@
+"""A large text read by two processes gives the module a sequential parse gives."""
+
+from __future__ import annotations
+
+import pytest
+
+import hloscope
+from hloscope import parallel
+from hloscope.errors import HloSyntaxError
+
+from .conftest import FIXTURES, fixture_ids
+
+
+@pytest.fixture
+def in_two(monkeypatch):
+    """Every text counts as large; `joined` lists the modules the two-process path made."""
+    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    joined = []
+    join = parallel._join
+
+    def spy(*args):
+        joined.append(join(*args))
+        return joined[-1]
+
+    monkeypatch.setattr(parallel, "_join", spy)
+    return joined
+
+
+def _sequential(text, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setenv("HLOSCOPE_JOBS", "1")
+        return hloscope.parse_all(text, "f.hlo", lazy=True)
+
+
+def _outline(module):
+    return (module.name, dict(module.attributes), module.tables, module.entry.name,
+            [(c.name, c.text_name, c.is_entry, c.line, c.signature, dict(c.attributes),
+              c._body and (c._body.start, c._body.end, c._body.line, c._body.column))
+             for c in module.computations])
+
+
+def _instructions(module):
+    return [(c.name, [(i.name, i.opcode, i.shape.text, [o.name for o in i.operands], dict(i.attributes))
+                      for i in c.instructions]) for c in module.computations]
+
+
+@pytest.mark.parametrize("name", fixture_ids())
+def test_two_processes_read_the_same_module(name, in_two, monkeypatch):
+    text = (FIXTURES / name / "module.hlo.txt").read_text()
+    (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
+    assert in_two == [two]  # the two-process path did run
+    (one,) = _sequential(text, monkeypatch)
+    assert _outline(two) == _outline(one)
+    assert _instructions(two) == _instructions(one) == _instructions(hloscope.parse(text))
+
+
+def _halves(text):
+    split = parallel._split_point(text)
+    assert split is not None
+    return text[:split], text[split:]
+
+
+def _error(text, monkeypatch):
+    with pytest.raises(HloSyntaxError) as e:
+        hloscope.parse_all(text, "f.hlo", lazy=True)
+    return str(e.value)
+
+
+def test_an_error_in_the_second_half_is_the_sequential_error(in_two, monkeypatch):
+    first, second = _halves((FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text())
+    broken = first + second.replace(" = ", " = = ", 1)
+    got = _error(broken, monkeypatch)
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    assert got == _error(broken, monkeypatch)
+    assert "f.hlo:" in got and "^" in got
+
+
+def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monkeypatch):
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    first, second = _halves(text)
+    (module,) = _sequential(text, monkeypatch)
+    early = module.computations[0].name
+    late = next(c.name for c in module.computations if c._body.start >= len(first) and not c.is_entry)
+    repeated = first + second.replace(f"%{late} (", f"%{early} (", 1)
+    got = _error(repeated, monkeypatch)
+    assert "computation already exists" in got
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    assert got == _error(repeated, monkeypatch)
+
+
+def test_small_texts_and_several_modules_are_read_in_one_process(monkeypatch):
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    assert parallel._split_point(text) is None  # under MIN_CHARS
+    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
+    assert parallel._split_point(text + "\n" + text) is None
