@@ -2,8 +2,8 @@
 
 Run on demand (not a test):
 
-    python benchmarks/speed.py                # 22 MB module, + the ≈ 54 MB one if already built
-    python benchmarks/speed.py --large        # build the ≈ 54 MB module if missing (~12 min, ~10 GB)
+    python benchmarks/speed.py                # 22 MB module, + the ≈ 54 and ≈ 117 MB ones if built
+    python benchmarks/speed.py --large        # build the bigger modules if missing (~35 min)
     python benchmarks/speed.py --small-only   # only the 22 MB module
     python benchmarks/speed.py --repeat 5     # runs per timing (the best is reported)
 
@@ -19,7 +19,7 @@ For each module (generated and cached by benchmarks/parse.py) it prints, in one 
                end-to-end time can be split into interpreter, imports, parse and analysis;
   targets      PASS/FAIL next to the values: full parse ≤ 3× XLA; end-to-end ≤ 2× XLA's parse
                cold and ≤ 0.5× warm; peak RSS ≤ 5× the file; and, with both modules, the
-               large module's times ≤ 5.5× the small one's.
+               larger modules' times ≤ 5.5× the small one's.
 
 The machine may be shared: every timing is the best of --repeat runs, CPU time is printed
 beside wall time, and the load average is printed at the start and the end.
@@ -77,44 +77,28 @@ def verdict(ok: bool) -> str:
 
 
 class ModuleCache:
-    """Where hloscope keeps parsed modules, so 'cold' can clear it. Only the modules
-    directory is cleared, never the grammar cache beside it (HLOSCOPE_CACHE=0 would turn
-    both off, and a cold start then also rebuilds the grammar, ~2 s)."""
+    """Where hloscope keeps parsed-module outlines and analysis results (hloscope/cache.py),
+    so 'cold' can clear them. Only those two directories are cleared, never the grammar
+    cache beside them (HLOSCOPE_CACHE=0 would turn all off, and a cold start then also
+    rebuilds the grammar, ~2 s)."""
 
     def __init__(self) -> None:
-        self.present = (REPO / "hloscope" / "cache.py").exists()
-        self.dir = self._find_dir() if self.present else None
+        from hloscope import cache
 
-    def _find_dir(self) -> Path:
-        try:
-            import hloscope.cache as hc
-        except Exception:  # noqa: BLE001 - a half-written module must not stop the benchmark
-            hc = None
-        if hc is not None:
-            for name in ("cache_dir", "modules_dir", "module_cache_dir", "_cache_dir", "_modules_dir"):
-                fn = getattr(hc, name, None)
-                if callable(fn):
-                    try:
-                        d = fn()
-                    except TypeError:
-                        continue
-                    if d:
-                        return Path(d)
-            for name in ("CACHE_DIR", "MODULES_DIR", "MODULE_CACHE_DIR"):
-                d = getattr(hc, name, None)
-                if d:
-                    return Path(d)
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        return Path(base) / "hloscope" / "modules"
+        self.modules = Path(cache.private_dir("modules"))
+        self.results = Path(cache.private_dir("results"))
 
     def clear(self) -> None:
-        if self.dir is not None and self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
+        for d in (self.modules, self.results):
+            shutil.rmtree(d, ignore_errors=True)
+
+    def clear_results(self) -> None:
+        """Keep the outlines: what a second, different command on the same file finds."""
+        shutil.rmtree(self.results, ignore_errors=True)
 
     def describe(self) -> str:
-        if not self.present:
-            return "none (no hloscope/cache.py): 'warm' = a repeat run, same work as cold"
-        return f"hloscope/cache.py; cold = {self.dir} cleared before each run"
+        return (f"hloscope/cache.py; cold = {self.modules} and {self.results} cleared before each run; "
+                "warm = both kept; 'outline only' = results cleared (another command ran first)")
 
 
 # ─── one child process, measured on its own ─────────────────────────────────────────────
@@ -247,25 +231,17 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     for key, cmd in (("memory", "memory"), ("coll", "count-collectives")):
         argv = [py, "-m", "hloscope", cmd, f]
         print(f"  subprocesses: hloscope {cmd} cold ...", flush=True)
-        if cache.present:
-            r[f"{key}_cold"] = best_child(argv, repeat, before=cache.clear)
-            cache.clear()
-            if r[f"{key}_cold"]["timeout"]:
-                r[f"{key}_warm"] = r[f"{key}_cold"]
-                continue
-            r[f"{key}_first"] = run_child(argv)  # populates the cache
-            print(f"  subprocesses: hloscope {cmd} warm ...", flush=True)
-            r[f"{key}_warm"] = best_child(argv, repeat)
-        else:
-            first = run_child(argv)
-            r[f"{key}_cold"] = {**first, "runs": [first["wall"]], "rss_max": first["rss"]}
-            if first["timeout"]:
-                r[f"{key}_warm"] = r[f"{key}_cold"]
-                continue
-            print(f"  subprocesses: hloscope {cmd} warm (repeat run; no cache) ...", flush=True)
-            r[f"{key}_warm"] = best_child(argv, repeat)
-    if cache.present:
+        r[f"{key}_cold"] = best_child(argv, repeat, before=cache.clear)
         cache.clear()
+        if r[f"{key}_cold"]["timeout"]:
+            r[f"{key}_warm"] = r[f"{key}_outline"] = r[f"{key}_cold"]
+            continue
+        r[f"{key}_first"] = run_child(argv)  # populates the cache
+        print(f"  subprocesses: hloscope {cmd} warm ...", flush=True)
+        r[f"{key}_warm"] = best_child(argv, repeat)
+        print(f"  subprocesses: hloscope {cmd}, outline cached, result not ...", flush=True)
+        r[f"{key}_outline"] = best_child(argv, repeat, before=cache.clear_results)
+    cache.clear()
     return r
 
 
@@ -307,8 +283,10 @@ def print_module(r: dict) -> list[tuple[str, bool]]:
         ("import + load_all(FILE, lazy), cold", r["load_cold"], None),
         ("hloscope memory, cold", r["memory_cold"], TARGET_COLD_X_XLA),
         ("hloscope memory, warm", r["memory_warm"], TARGET_WARM_X_XLA),
+        ("  memory, outline only", r["memory_outline"], None),
         ("hloscope count-collectives, cold", r["coll_cold"], TARGET_COLD_X_XLA),
         ("hloscope count-collectives, warm", r["coll_warm"], TARGET_WARM_X_XLA),
+        ("  count-collectives, outline only", r["coll_outline"], None),
     ]
     for label, c, target in rows:
         rss_ratio = c["rss_max"] * 2**20 / r["size"]
@@ -329,7 +307,7 @@ def print_module(r: dict) -> list[tuple[str, bool]]:
                   f"writes the cache: {first['wall']:.2f} s, RSS {first['rss']:.0f} MB)")
     print("runs (s): " + " | ".join(
         f"{k} " + " ".join(f"{t:.2f}" for t in r[k]["runs"])
-        for k in ("memory_cold", "memory_warm", "coll_cold", "coll_warm")))
+        for k in ("memory_cold", "memory_warm", "memory_outline", "coll_cold", "coll_warm", "coll_outline")))
 
     # Where a cold end-to-end run goes (from the rows above; all best-of, so approximate).
     interp = r["py_pass"]["wall"]
@@ -385,7 +363,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--large", action="store_true",
-                   help="also the ≈ 54 MB module, built first if missing (~12 min, ~10 GB RSS on 2 cores)")
+                   help="also the ≈ 54 MB and ≈ 117 MB modules, built first if missing (~12 min, ~10 GB RSS "
+                        "on 2 cores for the first; ~20 min, ~6 GB for the second)")
     g.add_argument("--small-only", action="store_true", help="only the ≈22 MB module")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT,
@@ -404,22 +383,23 @@ def main(argv=None) -> int:
     print(f"parsed-module cache: {cache.describe()}")
 
     paths = [P.ensure_module(P.CONFIGS["default"])]
-    large = P.module_path(P.CONFIGS["large"])
-    if args.large:
-        paths.append(P.ensure_module(P.CONFIGS["large"]))
-    elif not args.small_only:
-        if large.exists():
-            paths.append(large)
-        else:
-            print(f"{large.relative_to(REPO)} not built: small module only (--large builds it)")
+    for config in ("large", "xlarge"):
+        bigger = P.module_path(P.CONFIGS[config])
+        if args.large:
+            paths.append(P.ensure_module(P.CONFIGS[config]))
+        elif not args.small_only:
+            if bigger.exists():
+                paths.append(bigger)
+            else:
+                print(f"{bigger.relative_to(REPO)} not built: skipped (--large builds it)")
 
     results = [bench_module(p, args.repeat, cache) for p in paths]
 
     checks: list[tuple[str, bool]] = []
     for r in results:
         checks += print_module(r)
-    if len(results) == 2:
-        checks += print_scaling(*results)
+    for bigger in results[1:]:
+        checks += print_scaling(results[0], bigger)
 
     print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS ──")
     for label, ok in checks:

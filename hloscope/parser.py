@@ -18,7 +18,7 @@ from typing import NamedTuple
 import lark
 from lark import Token, Transformer
 
-from . import opcodes
+from . import malloc, opcodes
 from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
 from .errors import HloSyntaxError
 from .ir import Computation, Instruction, Module
@@ -293,7 +293,7 @@ class _Builder(Transformer):
 
     def _printed_computation(self, token):
         """(name, signature, body) of a COMPUTATION token."""
-        text = str(token)
+        text = token  # not str(token): that would copy the whole body once more
         name_end = _WHITESPACE.search(text).start()
         brace = _BODY_OPEN.search(text, name_end).start()
         signature = text[name_end:brace].strip()
@@ -966,13 +966,15 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     A large text is then read in two processes at once where it can be (hloscope.parallel).
     `progress(characters_read)` is called as the parse advances.
     """
-    if lazy:
-        from .parallel import parse_lazily_in_two
+    if not lazy:
+        return parse_part(text, filename, lazy=False, progress=progress)
+    from .parallel import parse_lazily_in_two
 
-        modules = parse_lazily_in_two(text, filename, progress)
-        if modules is not None:
-            return modules
-    return parse_part(text, filename, lazy=lazy, progress=progress)
+    modules = parse_lazily_in_two(text, filename, progress)
+    if modules is None:
+        modules = parse_part(text, filename, lazy=True, progress=progress)
+    malloc.trim()  # what the tokens' copies of the bodies took (see hloscope.malloc)
+    return modules
 
 
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
