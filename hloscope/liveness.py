@@ -18,6 +18,7 @@ Live ranges are inclusive `[start, end]` step intervals.
 from __future__ import annotations
 
 import itertools
+import operator
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import compress, islice
@@ -273,7 +274,7 @@ def _align(n: int, alignment: int) -> int:
 
 
 class _Group:
-    __slots__ = ("values", "intervals", "size", "start", "end", "first", "events")
+    __slots__ = ("values", "intervals", "size", "start", "end", "first", "events", "span")
 
     def __init__(self, v: Value, rng: tuple[int, int]):
         self.first = v
@@ -388,9 +389,12 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             event[v][1] = clock
             clock += 1
     for g in groups:
-        g.start = min(s for s, _ in g.intervals)
-        g.end = max(e for _, e in g.intervals)
+        # map, not generators: this runs once per group, and shared buffers make some long.
+        g.start = min(map(_first, g.intervals))
+        g.end = max(map(_second, g.intervals))
         g.events = [tuple(event[v]) for v in g.values]
+        # Temporal order's key: the group's span in event time.
+        g.span = min(map(_first, g.events)) - max(map(_second, g.events))
 
     # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
@@ -407,8 +411,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # are in event time; spatial looks at the first value's own interval, temporal at the
     # group's whole span.
     for name, key in (("spatial", lambda g: (-g.size, g.events[0][0] - g.events[0][1], g.first.id)),
-                      ("temporal", lambda g: (min(a for a, _ in g.events) - max(b for _, b in g.events),
-                                              -g.size, g.first.id))):
+                      ("temporal", lambda g: (g.span, -g.size, g.first.id))):
         if best is not None and best[0] <= max_live:
             # No packing is smaller than the most bytes live at one step (groups live at one
             # step never share bytes): this order cannot do better, and a tie keeps the first.
@@ -423,6 +426,9 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     size, group_offsets, strategy = best if best else (0, {}, "spatial")
     offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
     return Heap(size, max_live, max_live_at, timeline, offsets, strategy)
+
+
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _merge(intervals):

@@ -45,11 +45,23 @@ def parse_progress(path: str, min_bytes: int = 8 << 20):
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    import time
+
+    # Refreshed from the callback, not by rich's refresh thread: with a thread running, the
+    # parser does not fork (hloscope.parallel), and a large file is what it forks for.
     with Progress(TextColumn("parsing {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+                  TimeElapsedColumn(), console=console(stderr=True), transient=True, auto_refresh=False) as bar:
         # The parser reports characters; for UTF-8 HLO (ASCII in practice) they are bytes.
         task = bar.add_task(os.path.basename(path), total=size)
-        yield lambda done: bar.update(task, completed=done)
+        shown = [0.0]
+
+        def report(done: int) -> None:
+            now = time.monotonic()
+            if now - shown[0] >= 0.1:
+                shown[0] = now
+                bar.update(task, completed=done, refresh=True)
+
+        yield report
 
 
 def human_bytes(n: int | float | None) -> str:
