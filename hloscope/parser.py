@@ -311,7 +311,7 @@ class _Builder(Transformer):
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
-        if self.lazy and not (self.inline_possible and _INLINE_CALLEE.search(body.source, body.start, body.end)):
+        if self.lazy and not (self.inline_possible and _has_inline_callee(body.source, body.start, body.end)):
             name = str(name_token).lstrip("%")
             return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
         # Read now: eagerly, or because an inline computation must join the module here.
@@ -462,6 +462,25 @@ def _cuts() -> _Cuts:
 _WHITESPACE = re.compile(r"\s")
 _BODY_OPEN = re.compile(r"\{[ \t]*\r?\n")
 _INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\{")
+_SPACE_THEN_BRACE = re.compile(r"\s*\{")
+
+
+def _has_inline_callee(text: str, start: int = 0, end: int | None = None) -> bool:
+    """`_INLINE_CALLEE.search(text, start, end)` found something. Over a whole file the
+    regex (an alternation, so no literal to skip ahead by) runs at ~50 MB/s; finding each
+    `name=` and looking at what follows is ~10x faster, and most files have none."""
+    end = len(text) if end is None else end
+    for name in COMPUTATION_ATTRIBUTES:
+        key = name + "="
+        i = text.find(key, start, end)
+        while i >= 0:
+            i += len(key)
+            m = _SPACE_THEN_BRACE.match(text, i, end)
+            if m is not None:
+                return True
+            i = text.find(key, i, end)
+    return False
+
 _LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 
 
@@ -834,7 +853,9 @@ def name_facts(comp) -> tuple[list[str], list[str]]:
     else:
         body = comp._body
         names = body.names()
-        starts = {m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
+        # The regex starts with a character class (slow to scan for): look for the literal first.
+        starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
+                  if body.mentions("-start") else ())
     return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
 
 
@@ -988,7 +1009,7 @@ def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=No
     builder.source = source if source is not None else text
     builder.lazy = lazy
     builder.unfinished = unfinished
-    builder.inline_possible = _INLINE_CALLEE.search(text) is not None
+    builder.inline_possible = _has_inline_callee(text)
     gc_was_enabled = gc.isenabled()
     # The IR is millions of small objects and no cycles that need collecting while it is
     # built; the cyclic collector would otherwise run over the growing heap again and again.
