@@ -222,10 +222,14 @@ def _encode(x: Any, allowed: dict[str, type]) -> Any:
     raise TypeError(f"not kept in the cache: {cls.__qualname__}")
 
 
+_CONTAINERS = (list, dict)
+
+
 def _decode(x: Any, allowed: dict[str, type]) -> Any:
-    if isinstance(x, list):
-        return [_decode(v, allowed) for v in x]
-    if not isinstance(x, dict):
+    # Scalars are passed through without a call each: a memory result holds thousands.
+    if type(x) is list:
+        return [_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x]
+    if type(x) is not dict:
         return x
     if "s" in x:
         items = x["s"]
@@ -233,10 +237,10 @@ def _decode(x: Any, allowed: dict[str, type]) -> Any:
             raise ValueError("not scalars")
         return tuple(items)
     if "t" in x:
-        return tuple(_decode(v, allowed) for v in x["t"])
+        return tuple([_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x["t"]])
     if "d" in x:
         return {_decode(k, allowed): _decode(v, allowed) for k, v in x["d"]}
-    return allowed[x["c"]](*(_decode(v, allowed) for v in x["f"]))
+    return allowed[x["c"]](*[_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x["f"]])
 
 
 def _outline(module) -> dict[str, Any]:

@@ -178,3 +178,22 @@ def test_progress_is_reported_up_to_the_end():
     hloscope.parse_all(text, progress=seen.append)
     assert seen == sorted(seen) and len(seen) >= 10
     assert text[seen[-1] - 1] == "}" and not text[seen[-1]:].strip()
+
+
+def test_the_inline_callee_scan_agrees_with_its_regex():
+    """`_has_inline_callee` is a faster way to run `_INLINE_CALLEE.search`: same answers on
+    every corpus text, and on spans of one."""
+    from hloscope.parser import _INLINE_CALLEE, _has_inline_callee
+
+    from .conftest import corpus_rows
+
+    found = 0
+    for row in corpus_rows():
+        text = row["text"]
+        expected = _INLINE_CALLEE.search(text) is not None
+        found += expected
+        assert _has_inline_callee(text) == expected, row["path"]
+        half = len(text) // 2
+        assert _has_inline_callee(text, half) == (_INLINE_CALLEE.search(text, half) is not None)
+        assert _has_inline_callee(text, 0, half) == (_INLINE_CALLEE.search(text, 0, half) is not None)
+    assert found  # the corpus has inline computations: both answers were seen
