@@ -171,6 +171,8 @@ class _Builder:
         common case, whose one value sits where it is defined)."""
         self.in_place: list[Instruction] = []
         """Instructions that may write an operand's buffer (`OpInfo.may_update_in_place`)."""
+        self.elements: dict[Instruction, tuple[dict, int, dict[int, dict[tuple, Value]]]] = {}
+        """Per tuple-valued instruction: its value set, that set's size, the set by element."""
 
     def new(self, inst: Instruction, index: tuple, shape, is_phi: bool = False) -> Value:
         v = Value(len(self.values), inst, index, shape, is_phi)
@@ -183,6 +185,23 @@ class _Builder:
             self.sets[inst] = {(): self.new(inst, (), shape)}
         else:
             self.sets[inst] = {idx: self.new(inst, idx, sub) for idx, sub in _indices(shape)}
+
+    def element(self, tuple_inst: Instruction, k: int) -> dict[tuple, Value]:
+        """The values of `tuple_inst`'s output under element `k`, re-indexed from there. The
+        set is split by first index once: a while body reads each of its state's N elements
+        (N get-tuple-elements of an N-tuple), which scanning the set each time makes N²."""
+        src = self.sets[tuple_inst]
+        cached = self.elements.get(tuple_inst)
+        if cached is None or cached[0] is not src or cached[1] != len(src):
+            split: dict[int, dict[tuple, Value]] = {}
+            for i, v in src.items():
+                if i:
+                    sub = split.get(i[0])
+                    if sub is None:
+                        sub = split[i[0]] = {}
+                    sub[i[1:]] = v
+            cached = self.elements[tuple_inst] = (src, len(src), split)
+        return cached[2].get(k, {})
 
     def forward(self, inst: Instruction, src: dict[tuple, Value], prefix: tuple = (), define_top: bool = False):
         """`inst`'s output at `prefix + i` is `src[i]`."""
@@ -228,8 +247,7 @@ class _Builder:
             k = info.start_element
             if k is None:
                 k = int(inst.attributes.get("index", "0"))
-            src = self.sets[ops[0]]
-            self.forward(inst, {i[1:]: v for i, v in src.items() if i and i[0] == k})
+            self.forward(inst, self.element(ops[0], k))
         elif rule == "tuple":
             self.sets[inst] = {(): self.new(inst, (), inst.shape)}
             for n, o in enumerate(ops):
@@ -307,8 +325,10 @@ class _Builder:
         init = self.sets[inst.operands[0]]
         # Phi values at every index of the state, at the condition parameter, the body
         # parameter and the while itself; resolved after the body is known.
-        phis = {idx: (self.new(cond.parameters[0], idx, sub, True) if cond and cond.parameters else None,
-                      self.new(body.parameters[0], idx, sub, True),
+        cond_param = cond.parameters[0] if cond and cond.parameters else None
+        body_param = body.parameters[0]
+        phis = {idx: (self.new(cond_param, idx, sub, True) if cond_param is not None else None,
+                      self.new(body_param, idx, sub, True),
                       self.new(inst, idx, sub, True))
                 for idx, sub in _indices(inst.shape)}
         self.run_computation(cond, [{i: p[0] for i, p in phis.items()}]) if cond else None

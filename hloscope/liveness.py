@@ -178,6 +178,23 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
                     continue
         (use_top if info.uses_only_top_level else use_all)[inst] = t
     get_all, get_top = use_all.get, use_top.get
+    # Per instruction, the latest step at which a user reads it: (users reading every index,
+    # users reading only the top level), -1 for none. Worked out once per instruction, not
+    # once per value there: a while body's parameter holds N values of its state and has N
+    # get-tuple-element users.
+    latest: dict[Instruction, tuple[int, int]] = {}
+
+    def latest_use(inst: Instruction) -> tuple[int, int]:
+        a = b = -1
+        for user in inst.users:
+            t = get_all(user)
+            if t is not None and t > a:
+                a = t
+            t = get_top(user)
+            if t is not None and t > b:
+                b = t
+        latest[inst] = (a, b)
+        return a, b
 
     ranges: dict[Value, tuple[int, int]] = {}
     sched_end = sched.end
@@ -206,14 +223,9 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
         positions = v._positions
         if positions is AT_DEFINITION:
             # The common case: one position, where it is defined.
-            idx = v.index
-            for user in d.users:
-                t = get_all(user)
-                if t is None and not idx:
-                    t = get_top(user)
-                if t is not None and t > end:
-                    end = t
-            ranges[v] = (start, end)
+            used = latest.get(d) or latest_use(d)
+            t = used[0] if v.index else max(used)
+            ranges[v] = (start, t if t > end else end)
             continue
         for pinst, _ in positions[1:]:
             if pinst.is_root:
@@ -226,12 +238,10 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
             if t is not None and t > end:
                 end = t
         for pinst, idx in positions:
-            for user in pinst.users:
-                t = get_all(user)
-                if t is None and not idx:
-                    t = get_top(user)
-                if t is not None and t > end:
-                    end = t
+            used = latest.get(pinst) or latest_use(pinst)
+            t = used[0] if idx else max(used)
+            if t > end:
+                end = t
         ranges[v] = (start, end)
 
     # NormalizeAliasedBuffers: values of one buffer hand over to each other.
@@ -409,9 +419,25 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     best = None
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
     # are in event time; spatial looks at the first value's own interval, temporal at the
-    # group's whole span.
-    for name, key in (("spatial", lambda g: (-g.size, g.events[0][0] - g.events[0][1], g.first.id)),
-                      ("temporal", lambda g: (g.span, -g.size, g.first.id))):
+    # group's whole span. A big heap packs the second order in a child process meanwhile.
+    orders = (("spatial", lambda g: (-g.size, g.events[0][0] - g.events[0][1], g.first.id)),
+              ("temporal", lambda g: (g.span, -g.size, g.first.id)))
+    second = None
+    if len(groups) >= PARALLEL_MIN_GROUPS:
+        from .parallel import in_child
+
+        second = in_child(_packed_in_order, groups, orders[1][1], alignment)
+    if second is not None:
+        size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
+        best = (size, offsets, "spatial")
+        other = second()
+        if other is not None and other[0] < size:  # a tie keeps the first order, as below
+            best = (other[0], {id(g): off for g, off in zip(groups, other[1])}, "temporal")
+        elif other is None and size > max_live:  # the child failed: pack it here
+            packed = _best_fit(sorted(groups, key=orders[1][1]), alignment, size)
+            if packed is not None:
+                best = (*packed, "temporal")
+    for name, key in orders if second is None else ():
         if best is not None and best[0] <= max_live:
             # No packing is smaller than the most bytes live at one step (groups live at one
             # step never share bytes): this order cannot do better, and a tie keeps the first.
@@ -429,6 +455,18 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
 
 
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
+
+
+PARALLEL_MIN_GROUPS = 20_000
+"""From this many groups on, the two packing orders run at once (hloscope.parallel): a
+fork costs milliseconds, each order of 50K groups seconds."""
+
+
+def _packed_in_order(groups: list[_Group], key, alignment: int) -> tuple[int, list[int]]:
+    """`_best_fit` in `key`'s order, offsets listed in `groups`' order (plain data, for a
+    child process to send back)."""
+    size, offsets = _best_fit(sorted(groups, key=key), alignment)
+    return size, [offsets[id(g)] for g in groups]
 
 
 def _merge(intervals):

@@ -192,8 +192,10 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
         if any(v not in ranges for v in vs) or any(v.shape.is_tuple for v in vs):
             continue
         size = max(v.size for v in vs)
-        mine = [ranges[v] for v in vs]
-        lo, hi = min(s for s, _ in mine), max(e for _, e in mine)
+        # Merged: a buffer's values mostly follow one another without a gap (a while loop's
+        # carried state), and one interval takes the fast search below.
+        mine = [(s, e) for s, e in _merge([ranges[v] for v in vs])] if len(vs) > 1 else [ranges[vs[0]]]
+        lo, hi = mine[0][0], mine[-1][1]
         my_space = vs[0].shape.memory_space
         if my_space not in blocks:
             continue

@@ -1,16 +1,21 @@
-"""A large text read lazily by two processes at once: the second half in a forked child.
+"""Work done by a forked child meanwhile: the second half of a large text's lazy parse, and
+the second of the heap's two packing orders.
+
+`in_child(fn, *args)` runs `fn` in a forked process and returns a function that waits for
+its result (plain data, sent back with marshal over a pipe), or None where forking is not
+possible or not wanted: not Linux, threads running (`fork` copies only the caller's),
+one usable CPU, or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results
+never depend on whether a child ran.
 
 A lazy parse leaves each computation as an outline (its name, header and where its body
-lies in the text), so what the child finds is small to send back: a few numbers and names
-per computation, not instructions. The parent reads the first half meanwhile, rebuilds
-the child's computations over its own copy of the text, and finishes the module as a
-sequential parse would (same names, same checks): the result is the same module.
-
+lies in the text), so what the parse child finds is small to send back: a few numbers and
+names per computation, not instructions. The parent reads the first half meanwhile,
+rebuilds the child's computations over its own copy of the text, and finishes the module
+as a sequential parse would (same names, same checks): the result is the same module.
 Anything unusual falls back to the sequential parse, which then gives the answer or the
 error: a text under `MIN_CHARS`, more than one module, no computation boundary near the
 middle, a body the grammar's printed form does not cover (read at once, so not an outline),
-a syntax error on either side, a failed child, no `fork` (or threads running, which
-`fork` does not copy), one usable CPU, or `HLOSCOPE_JOBS=1`.
+a syntax error on either side, or a failed child.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import re
 import sys
 import threading
+from typing import Any, Callable
 
 from .errors import HloSyntaxError
 from .ir import Computation
@@ -31,10 +37,22 @@ MIN_CHARS = 16 << 20
 _BOUNDARY = re.compile(r"\n\}[ \t]*\r?\n(?:[ \t]*\r?\n)*(?=(?:ENTRY[ \t]+)?%?[A-Za-z_][\w.\-]*[ \t]+\()")
 
 
-def parse_lazily_in_two(text: str, filename: str, progress=None):
-    """The modules of `text` parsed lazily in two processes, or None to parse sequentially."""
-    split = _split_point(text)
-    if split is None:
+def can_fork() -> bool:
+    if os.environ.get("HLOSCOPE_JOBS") == "1":
+        return False
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Callable[[], Any] | None:
+    """Start `fn(*args)` in a forked child; the returned function waits for it and gives its
+    result, or None if the child failed. None instead of a function: no child was started."""
+    if not can_fork():
         return None
     read_fd, write_fd = os.pipe()
     try:
@@ -43,11 +61,11 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
         os.close(read_fd)
         os.close(write_fd)
         return None
-    if pid == 0:  # the child: read the second half, send its outline, leave at once
+    if pid == 0:  # the child: compute, send, leave at once (no atexit, no finally of the caller)
         os.close(read_fd)
         try:
-            data = marshal.dumps(_outline_of_second_half(text, split))
-        except BaseException:  # noqa: BLE001 - whatever it is, the parent parses sequentially
+            data = marshal.dumps(fn(*args))
+        except BaseException:  # noqa: BLE001 - whatever it is, the parent does the work itself
             data = marshal.dumps(None)
         try:
             with os.fdopen(write_fd, "wb") as f:
@@ -55,28 +73,38 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
         finally:
             os._exit(0)
     os.close(write_fd)
-    try:
-        first = _first_half(text, split, filename, progress)
-    finally:
+
+    def result() -> Any:
         with os.fdopen(read_fd, "rb") as f:
             data = f.read()
         os.waitpid(pid, 0)
-    second = marshal.loads(data) if data else None
+        try:
+            return marshal.loads(data) if data else None
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    return result
+
+
+def parse_lazily_in_two(text: str, filename: str, progress=None):
+    """The modules of `text` parsed lazily in two processes, or None to parse sequentially."""
+    split = _split_point(text)
+    if split is None:
+        return None
+    second_half = in_child(_outline_of_second_half, text, split)
+    if second_half is None:
+        return None
+    try:
+        first = _first_half(text, split, filename, progress)
+    finally:
+        second = second_half()
     if first is None or second is None:
         return None
     return [_join(first, second, text, filename)]
 
 
 def _split_point(text: str) -> int | None:
-    if len(text) < MIN_CHARS or os.environ.get("HLOSCOPE_JOBS") == "1":
-        return None
-    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
-        return None
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    if cpus < 2:
+    if len(text) < MIN_CHARS:
         return None
     first_header = text.find("HloModule")
     if first_header >= 0 and text.find("\nHloModule", first_header + 1) >= 0:

@@ -94,3 +94,26 @@ def test_small_texts_and_several_modules_are_read_in_one_process(monkeypatch):
     assert parallel._split_point(text) is None  # under MIN_CHARS
     monkeypatch.setattr(parallel, "MIN_CHARS", 0)
     assert parallel._split_point(text + "\n" + text) is None
+
+
+@pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_scan_layers", "gpu_hsdp_accum1", "tpu_hsdp_accum1"])
+def test_the_heap_packed_in_two_processes_is_the_same(name, monkeypatch):
+    from hloscope import liveness
+    from hloscope.memory import analyze_memory
+
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    path = FIXTURES / name / "module.hlo.txt"
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = analyze_memory(hloscope.load(path))
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setattr(liveness, "PARALLEL_MIN_GROUPS", 0)
+    children = []
+    in_child = parallel.in_child
+
+    def spy(*args):
+        children.append(in_child(*args))
+        return children[-1]
+
+    monkeypatch.setattr(parallel, "in_child", spy)
+    assert analyze_memory(hloscope.load(path)) == expected
+    assert children and all(c is not None for c in children)  # a child did pack
