@@ -29,14 +29,16 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from typing import Any, Callable
 
 from . import __version__
 
 FORMAT = 2
-KEEP = 32
-"""Most outlines kept; the least recently written go first."""
-KEEP_RESULTS = 256
+KEEP = (32, 256 << 20)
+"""Most outlines kept, and their most bytes together; the least recently written go first."""
+KEEP_RESULTS = (256, 256 << 20)
+"""The same for analysis results (a memory result of a 100 MB module is a few MB)."""
 
 
 def enabled() -> bool:
@@ -102,7 +104,7 @@ def _read(path: str) -> Any:
         return None
 
 
-def _write(path: str, payload: Any, keep: int) -> None:
+def _write(path: str, payload: Any, keep: tuple[int, int]) -> None:
     """Write atomically (a reader never sees half a file), then trim the directory."""
     directory = os.path.dirname(path)
     try:
@@ -298,10 +300,28 @@ def _module(data: dict[str, Any], text: str, filename: str):
     return module
 
 
-def _trim(directory: str, keep: int) -> None:
-    entries = [os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(".json")]
-    if len(entries) <= keep:
-        return
-    entries.sort(key=lambda p: os.path.getmtime(p))
-    for p in entries[: len(entries) - keep]:
-        _remove(p)
+def _trim(directory: str, keep: tuple[int, int]) -> None:
+    """Remove the least recently written files beyond `keep` = (count, total bytes)."""
+    most, budget = keep
+    entries = []
+    for name in os.listdir(directory):
+        if name.endswith(".tmp"):  # left by a process killed while writing
+            path = os.path.join(directory, name)
+            try:
+                if os.stat(path).st_mtime < time.time() - 3600:
+                    _remove(path)
+            except OSError:
+                pass
+        elif name.endswith(".json"):
+            path = os.path.join(directory, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, path))
+    entries.sort(reverse=True)
+    total = 0
+    for n, (_, size, path) in enumerate(entries):
+        total += size
+        if n >= most or (total > budget and n > 0):  # the newest stays, however large
+            _remove(path)

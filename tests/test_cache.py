@@ -125,3 +125,18 @@ def test_a_result_that_is_not_plain_data_is_not_kept(results_home):
     m = hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)[0]
     assert analysis(m) is not analysis(m)
     assert not list(results_home.glob("*-test-*.json"))
+
+
+def test_the_cache_keeps_the_newest_files_within_its_limits(tmp_path, monkeypatch):
+    import os
+    import time
+
+    for n in range(6):
+        (tmp_path / f"{n}.json").write_text("x" * 100)
+        os.utime(tmp_path / f"{n}.json", (time.time() + n, time.time() + n))
+    cache._trim(str(tmp_path), (4, 1 << 20))
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["2.json", "3.json", "4.json", "5.json"]
+    cache._trim(str(tmp_path), (10, 250))
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["4.json", "5.json"]
+    cache._trim(str(tmp_path), (10, 10))
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["5.json"]  # the newest stays
