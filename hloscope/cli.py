@@ -62,8 +62,13 @@ def cli(no_cache):
 
 def main(argv=None) -> None:
     """Console entry point: map hloscope's errors to exit codes, never show a traceback."""
+    import gc
+
     from .errors import HloscopeError
 
+    # One command, then exit: the millions of (acyclic) IR objects it builds would only be
+    # scanned again and again by the cyclic collector, seconds on a 100 MB module.
+    gc.disable()
     try:
         rv = cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
     except click.exceptions.Abort:
