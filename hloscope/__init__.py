@@ -3,7 +3,12 @@
 Importing hloscope does not import jax; only `from_compiled` touches a jax object.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .ir import Module
 
 # Names are imported on first use (PEP 562): `hloscope memory` on a cached file should not
 # pay for the parser's and the budget's imports before it knows it needs them.

@@ -11,20 +11,25 @@ from hloscope.errors import HloSyntaxError
 from .conftest import FIXTURES, fixture_ids
 
 
-@pytest.fixture
-def in_two(monkeypatch):
-    """Every text counts as large; `joined` lists the modules the two-process path made."""
-    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
-    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
-    joined = []
-    join = parallel._join
+def _spy(monkeypatch, owner, name: str) -> list:
+    """Replace `owner.name` by a function that also lists what it returns."""
+    returned = []
+    original = getattr(owner, name)
 
     def spy(*args):
-        joined.append(join(*args))
-        return joined[-1]
+        returned.append(original(*args))
+        return returned[-1]
 
-    monkeypatch.setattr(parallel, "_join", spy)
-    return joined
+    monkeypatch.setattr(owner, name, spy)
+    return returned
+
+
+@pytest.fixture
+def in_two(monkeypatch):
+    """Every text counts as large; the list has the modules the two-process path made."""
+    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    return _spy(monkeypatch, parallel, "_join")
 
 
 def _sequential(text, monkeypatch):
@@ -107,13 +112,6 @@ def test_the_heap_packed_in_two_processes_is_the_same(name, monkeypatch):
     expected = analyze_memory(hloscope.load(path))
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setattr(liveness, "PARALLEL_MIN_GROUPS", 0)
-    children = []
-    in_child = parallel.in_child
-
-    def spy(*args):
-        children.append(in_child(*args))
-        return children[-1]
-
-    monkeypatch.setattr(parallel, "in_child", spy)
+    children = _spy(monkeypatch, parallel, "in_child")
     assert analyze_memory(hloscope.load(path)) == expected
     assert children and all(c is not None for c in children)  # a child did pack
