@@ -566,9 +566,9 @@ class _Body:
         lines, so the instructions are cut where each one starts (a name, `=`, a shape at a
         line's start). A body holding inline computations is cut by the INSTRUCTION
         terminal itself, since their lines start that way too."""
-        text = self.text
-        if _INLINE_CALLEE.search(text):
+        if _has_inline_callee(self.source, self.start, self.end):
             return self._exact_lines()
+        text = self.text
         starts = [m.start() for m in _cuts().instruction_start.finditer(text)]
         starts.append(len(text) - 1)  # the closing brace
         line = self.line + text.count("\n", 0, starts[0])
