@@ -301,13 +301,7 @@ class _Builder(Transformer):
         column = brace - text.rfind("\n", 0, brace)  # 1-based; rfind is -1 on the first line
         if line == token.line:
             column = token.column + brace
-        start = token.start_pos + brace
-        source = self.source
-        if source is not None and source.startswith(text, token.start_pos):
-            body = _Body(source, start, token.start_pos + len(text), line, column)
-        else:
-            body = _Body(text, brace, len(text), line, column)
-        return text[:name_end], signature, body
+        return text[:name_end], signature, _Body.of_token(token, self.source, brace, line, column)
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
@@ -547,10 +541,16 @@ class _Body:
         self.column = column
 
     @classmethod
-    def of_token(cls, token, source: str | None) -> "_Body":
+    def of_token(cls, token, source: str | None, skip: int = 0, line: int | None = None,
+                 column: int | None = None) -> "_Body":
+        """The body that is `token` from `skip` on (at `line`:`column`, else the token's):
+        a span of `source` when the token lies in it, else of the token itself (as inside
+        an inline body)."""
+        line = token.line if line is None else line
+        column = token.column if column is None else column
         if source is not None and source.startswith(token, token.start_pos):
-            return cls(source, token.start_pos, token.start_pos + len(token), token.line, token.column)
-        return cls(str(token), 0, len(token), token.line, token.column)  # e.g. inside an inline body
+            return cls(source, token.start_pos + skip, token.start_pos + len(token), line, column)
+        return cls(str(token), skip, len(token), line, column)
 
     @property
     def text(self) -> str:
