@@ -355,8 +355,21 @@ class Attributes(Mapping[str, str]):
             self.tail = ""
         return raw
 
+    def _surely_absent(self, name: object) -> bool:
+        """An unsplit tail that does not hold `name` at all holds no such attribute: most
+        lookups (`"output_to_operand_aliasing" in attrs`) are answered without the split."""
+        tail = self.tail
+        return bool(tail) and name.__class__ is str and name not in tail
+
     def __getitem__(self, name: str) -> str:
+        if self._surely_absent(name):
+            raise KeyError(name)
         return self.raw[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if self._surely_absent(name):
+            return default
+        return self.raw.get(name, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.raw)
@@ -365,11 +378,11 @@ class Attributes(Mapping[str, str]):
         return len(self.raw)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.raw
+        return not self._surely_absent(name) and name in self.raw
 
     def decoded(self, name: str, default: Any = None) -> Any:
         """The value of `name` decoded as XLA reads it, or `default` when absent."""
-        raw = self.raw.get(name)
+        raw = self.get(name)
         if raw is None:
             return default
         cache = self._decoded
