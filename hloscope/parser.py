@@ -309,7 +309,10 @@ class _Builder(Transformer):
             name = str(name_token).lstrip("%")
             return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
         # Read now: eagerly, or because an inline computation must join the module here.
-        instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
+        if self.inline_possible and _has_inline_callee(body.source, body.start, body.end):
+            instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
+        else:
+            instructions = body.instructions()
         comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
         return self._with_inline(comp)
 
@@ -433,13 +436,16 @@ class _Cuts:
             return grammar.get_terminal(name).pattern.to_regexp()
 
         name, array = terminal("NAME"), terminal("ARRAY_SHAPE")
-        self.head = re.compile(r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*")
         # A balanced group of parentheses, four deep: the grammar's _PARENS_4 (an inlined
         # helper terminal Lark does not expose), for tuple shapes and operand lists.
         self.group = re.compile(r"\((?:[^()]++|\((?:[^()]++|\((?:[^()]++|\([^()]*+\))*+\))*+\))*+\)")
-        self.array = re.compile(array)
-        self.opcode = re.compile(r"[ \t]+(" + terminal("OPCODE")[:-2] + r")[ \t]*\(")
-        self.literal = re.compile(terminal("LITERAL"))
+        # The parts of an instruction up to its attributes, in one match: ROOT, name, shape,
+        # opcode (with the spaces before its parenthesis) and the parenthesized operand list
+        # or literal. The line form adds the rest of the line (the attributes) and its end.
+        parts = (r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(" + self.group.pattern + "|" + array
+                 + r")[ \t]+(" + terminal("OPCODE")[:-2] + r")(" + self.group.pattern + ")")
+        self.parts = re.compile(parts)
+        self.parts_line = re.compile(r"[ \t]*" + parts + r"([^\n]*)\n")
         # In an operand list with its layouts removed, a name directly before `,` or the end
         # is an operand: inside shapes only `]`, `}` and `)` come before a comma.
         self.operand_names = re.compile(r"(?<![\w.\-%])(" + name + r")(?=[ \t]*(?:,|\Z))")
@@ -480,50 +486,56 @@ _LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 
 def _split_instruction(text: str, line: int, column: int) -> Instruction:
     """An Instruction from the text of one INSTRUCTION token that starts at line:column."""
-    cuts = _cuts()
-    m = cuts.head.match(text)
-    is_root = m.group(1) is not None
-    name = m.group(2).lstrip("%")
-    pos = m.end()
-    sm = (cuts.group if text[pos] == "(" else cuts.array).match(text, pos)
+    m = _cuts().parts.match(text)
+    return _instruction_of(m, text[m.end():], line, column, text)
+
+
+def _instruction_of(m: "re.Match[str]", tail: str, line: int, column: int,
+                    text: str | None = None) -> Instruction:
+    """An Instruction from a match of `_Cuts.parts` (or `parts_line`) at line:column, with
+    `tail`, its attribute text. `text`, the instruction's own text, is needed only for
+    control predecessors and is cut from the match when not given."""
+    root, name, shape_text, opcode, group = m.group(1, 2, 3, 4, 5)
     try:
-        shape = parse_shape(sm.group(0))
+        shape = parse_shape(shape_text)
     except ShapeError as e:
-        raise HloSyntaxError(str(e), line, column + pos) from None
-    om = cuts.opcode.match(text, sm.end())
-    opcode = om.group(1).rstrip()
-    pos = om.end()
+        raise HloSyntaxError(str(e), line, column + m.start(3) - _start_of(m)) from None
+    opcode = opcode.rstrip()
     literal = None
     parameter_number = None
     operands: list = []
     if opcode == "constant":
-        lm = cuts.literal.match(text, pos)
-        literal = lm.group(0).strip()
-        _check_literal(Token("LITERAL", lm.group(0), line=line, column=column + pos))
-        pos = lm.end() + 1
-    else:
-        # The operand list is one balanced group; each operand ends in its name (or a
-        # parameter's number) just before a comma or the closing parenthesis.
-        end = cuts.group.match(text, pos - 1).end()
-        inner = text[pos : end - 1]
-        if opcode == "parameter":
-            try:
-                parameter_number = int(inner)
-            except ValueError:
-                raise HloSyntaxError("expects a parameter number", line, column + pos) from None
-        elif inner:
-            if "{" in inner:
-                inner = _LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
-            operands = cuts.operand_names.findall(inner)
-        pos = end
-    tail = text[pos:]
-    inst = Instruction(name, opcode, shape, operands, Attributes((), tail), line)
-    inst.is_root = is_root
+        literal = group[1:-1].strip()
+        _check_literal(Token("LITERAL", group[1:-1], line=line, column=column + m.start(5) + 1 - _start_of(m)))
+    elif opcode == "parameter":
+        try:
+            parameter_number = int(group[1:-1])
+        except ValueError:
+            raise HloSyntaxError("expects a parameter number", line, column + m.start(5) + 1 - _start_of(m)) from None
+    elif len(group) > 2:
+        # Each operand ends in its name just before a comma or the closing parenthesis.
+        inner = group[1:-1]
+        if "{" in inner:
+            inner = _LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
+        operands = _operand_names(inner)
+    inst = Instruction(name.lstrip("%"), opcode, shape, operands, Attributes((), tail), line)
+    inst.is_root = root is not None
     inst.literal = literal
     inst.parameter_number = parameter_number
     if "control-predecessors" in tail:
+        if text is None:
+            text = m.string[_start_of(m) : m.end(5)] + tail
         inst.pending = _control_token(tail, Token("INSTRUCTION", text, line=line, column=column))
     return inst
+
+
+def _start_of(m: "re.Match[str]") -> int:
+    """Where the instruction of a `_Cuts.parts` match starts (at ROOT, else its name)."""
+    return m.start(1) if m.group(1) is not None else m.start(2)
+
+
+def _operand_names(inner: str) -> list[str]:
+    return _cuts().operand_names.findall(inner)
 
 
 class _Body:
@@ -586,6 +598,41 @@ class _Body:
             line += piece.count("\n")
         return pieces
 
+    def instructions(self) -> list[Instruction]:
+        """The body's instructions, unlinked. A body as XLA prints it (one instruction per
+        line, no inline callee) is cut by one regex pass over its lines; anything else
+        goes through `lines()`."""
+        if not _has_inline_callee(self.source, self.start, self.end):
+            fast = self._instructions_by_line()
+            if fast is not None:
+                return fast
+        return [_split_instruction(t, ln, col) for t, ln, col in self.lines()]
+
+    def _instructions_by_line(self) -> list[Instruction] | None:
+        """One `parts_line` match per line, or None when the matches do not tile the body
+        line by line (an instruction spanning lines, or text the pattern does not take)."""
+        source, end = self.source, self.end - 1  # the closing brace
+        pos = source.index("\n", self.start, end) + 1
+        line = self.line + 1
+        out = []
+        build = _instruction_of
+        for m in _cuts().parts_line.finditer(source, pos, end):
+            if m.start() != pos:
+                return None
+            pos = m.end()
+            tail = m.group(6)
+            if tail and tail[-1] in " \t\r":
+                tail = tail.rstrip()
+            if tail.endswith(","):
+                return None  # attributes continued on the next line
+            out.append(build(m, tail, line, _start_of(m) - m.start() + 1))
+            line += 1
+        # Every line taken, each by one match: the body's newlines are one per instruction
+        # and the one after its opening brace.
+        if source[pos:end].strip(" \t") or source.count("\n", self.start, end) != len(out) + 1:
+            return None
+        return out
+
     def _exact_lines(self) -> list:
         return list(self._exact_line_iter())
 
@@ -614,7 +661,7 @@ class _Body:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            instructions = [_split_instruction(t, ln, col) for t, ln, col in self.lines()]
+            instructions = self.instructions()
             root = _link(instructions, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module

@@ -197,3 +197,41 @@ def test_the_inline_callee_scan_agrees_with_its_regex():
         assert _has_inline_callee(text, half) == (_INLINE_CALLEE.search(text, half) is not None)
         assert _has_inline_callee(text, 0, half) == (_INLINE_CALLEE.search(text, 0, half) is not None)
     assert found  # the corpus has inline computations: both answers were seen
+
+
+def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
+    """A printed body is read by one regex pass over its lines (`_instructions_by_line`);
+    the general path cuts it line by line and splits each instruction. Both must give the
+    same instructions, or the same error, on every body of the corpus and the fixtures that
+    the one pass takes (and it must take most: the others span lines)."""
+    from hloscope.parser import _split_instruction
+
+    from .conftest import corpus_rows, fixture_dirs
+
+    def read(cut):
+        try:
+            got = cut()
+        except hloscope.HloSyntaxError as e:
+            return ("error", e.line, e.column, e.message)
+        if got is None:
+            return None
+        return [(i.name, i.opcode, i.shape, i.operands, i.attributes.tail, i.line, i.is_root,
+                 i.literal, i.parameter_number, str(i.pending)) for i in got]
+
+    texts = [row["text"] for row in corpus_rows()]
+    texts += [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
+    bodies = taken = 0
+    for text in texts:
+        try:
+            modules = hloscope.parse_all(text, lazy=True)
+        except hloscope.HloSyntaxError:
+            continue
+        for comp in (c for m in modules for c in m.computations if not c.is_read):
+            body = comp._body
+            bodies += 1
+            fast = read(body._instructions_by_line)
+            if fast is None:
+                continue
+            taken += 1
+            assert fast == read(lambda: [_split_instruction(*x) for x in body.lines()]), comp.name
+    assert taken > 0.8 * bodies
