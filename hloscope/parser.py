@@ -490,7 +490,7 @@ def _split_instruction(text: str, line: int, column: int) -> Instruction:
     return _instruction_of(m, text[m.end():], line, column, text)
 
 
-def _instruction_of(m: "re.Match[str]", tail: str, line: int, column: int,
+def _instruction_of(m: re.Match[str], tail: str, line: int, column: int,
                     text: str | None = None) -> Instruction:
     """An Instruction from a match of `_Cuts.parts` (or `parts_line`) at line:column, with
     `tail`, its attribute text. `text`, the instruction's own text, is needed only for
@@ -529,7 +529,7 @@ def _instruction_of(m: "re.Match[str]", tail: str, line: int, column: int,
     return inst
 
 
-def _start_of(m: "re.Match[str]") -> int:
+def _start_of(m: re.Match[str]) -> int:
     """Where the instruction of a `_Cuts.parts` match starts (at ROOT, else its name)."""
     return m.start(1) if m.group(1) is not None else m.start(2)
 

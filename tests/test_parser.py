@@ -233,5 +233,5 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
             if fast is None:
                 continue
             taken += 1
-            assert fast == read(lambda: [_split_instruction(*x) for x in body.lines()]), comp.name
+            assert fast == read(lambda b=body: [_split_instruction(*x) for x in b.lines()]), comp.name
     assert taken > 0.8 * bodies
