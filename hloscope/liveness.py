@@ -507,9 +507,10 @@ def _best_fit(groups: list[_Group], alignment: int,
     leaves = 1
     while leaves < len(points) + 1:
         leaves *= 2
-    # Per node: None, or ([starts], [ends]) of its disjoint ranges in offset order.
-    cover: list[tuple[list[int], list[int]] | None] = [None] * (2 * leaves)
-    starts: list[tuple[list[int], list[int]] | None] = [None] * (2 * leaves)
+    # Per node: None, or ([starts], [ends]) of its disjoint ranges in offset order. Both
+    # trees live in one list, `starts` after `cover`, so that one loop fills both.
+    trees: list[tuple[list[int], list[int]] | None] = [None] * (4 * leaves)
+    starts_at = 2 * leaves
     heap_size = 0
     for g, ivs in zip(groups, merged):
         size = g.size
@@ -520,20 +521,20 @@ def _best_fit(groups: list[_Group], alignment: int,
         for a, b in ivs:
             node = a
             while node:
-                found = cover[node]
+                found = trees[node]
                 if found:
                     add(found)
                 node >>= 1
             lo, hi = a + 1, b + 1
             while lo < hi:
                 if lo & 1:
-                    found = starts[lo]
+                    found = trees[lo + starts_at]
                     if found:
                         add(found)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    found = starts[hi]
+                    found = trees[hi + starts_at]
                     if found:
                         add(found)
                 lo >>= 1
@@ -566,54 +567,46 @@ def _best_fit(groups: list[_Group], alignment: int,
                 best_off = E[-1]
         offsets[id(g)] = best_off
         x, y = best_off, _align(best_off + size, alignment)
+        # The nodes that take [x, y): each interval's canonical nodes in `cover`, and the
+        # ancestors of its start's leaf in `starts`.
+        targets = []
+        put = targets.append
         for a, b in ivs:
             lo, hi = a, b + 1
             while lo < hi:
                 if lo & 1:
-                    node_ranges = cover[lo]
-                    if node_ranges is None:
-                        cover[lo] = ([x], [y])
-                    else:
-                        _add_range(node_ranges, x, y)
+                    put(lo)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    node_ranges = cover[hi]
-                    if node_ranges is None:
-                        cover[hi] = ([x], [y])
-                    else:
-                        _add_range(node_ranges, x, y)
+                    put(hi)
                 lo >>= 1
                 hi >>= 1
             node = a
             while node:
-                node_ranges = starts[node]
-                if node_ranges is None:
-                    starts[node] = ([x], [y])
-                else:
-                    _add_range(node_ranges, x, y)
+                put(node + starts_at)
                 node >>= 1
+        for k in targets:
+            node_ranges = trees[k]
+            if node_ranges is None:
+                trees[k] = ([x], [y])
+                continue
+            # Merge [x, y) with the ranges it overlaps or touches, else insert it.
+            node_starts, node_ends = node_ranges
+            i = bisect_left(node_ends, x)  # the first range ending at or after x
+            j = bisect_right(node_starts, y, i)  # past the last one starting at or before y
+            if i == j:
+                node_starts.insert(i, x)
+                node_ends.insert(i, y)
+            else:
+                s, e = node_starts[i], node_ends[j - 1]
+                node_starts[i:j] = (s if s < x else x,)
+                node_ends[i:j] = (e if e > y else y,)
         if best_off + size > heap_size:
             heap_size = best_off + size
             if limit is not None and heap_size >= limit:
                 return None
     return heap_size, offsets
-
-
-def _add_range(node_ranges: tuple[list[int], list[int]], x: int, y: int) -> None:
-    """Add `[x, y)` to disjoint ranges kept as sorted starts and ends, merging it with those
-    it overlaps or touches."""
-    node_starts, node_ends = node_ranges
-    i = bisect_left(node_ends, x)  # the first range ending at or after x
-    j = bisect_right(node_starts, y, i)  # past the last one starting at or before y
-    if i == j:
-        node_starts.insert(i, x)
-        node_ends.insert(i, y)
-    else:
-        s = node_starts[i]
-        e = node_ends[j - 1]
-        node_starts[i:j] = (min(s, x),)
-        node_ends[i:j] = (max(e, y),)
 
 
 def live_bytes_timeline(live: LiveRanges, values=None) -> list[int]:
