@@ -308,21 +308,25 @@ DECODERS: dict[str, Callable[[str], Any]] = {
 """One decoder per attribute name; attributes absent here stay text."""
 
 
+_ABSENT = object()
+
+
 class Attributes(Mapping[str, str]):
     """An instruction's (or module's, or computation's) attributes, in text order.
 
     As a mapping it gives each value's text; `decoded(name)` gives the value as data.
     """
 
-    __slots__ = ("_tokens", "tail", "_raw", "_decoded")
+    __slots__ = ("_tokens", "tail", "_raw", "_decoded", "_cut")
 
     def __init__(self, tokens: list[str] | tuple[str, ...] = (), tail: str = ""):
         self._tokens = tokens
         self.tail = tail
-        """Attributes still as one string (`, a=1, b={..}`), split on first use."""
+        """Attributes still as one string (`, a=1, b={..}`), cut apart as lookups need."""
         self._raw: dict[str, str] | None = None
         self._decoded: dict[str, Any] | None = None
-
+        self._cut = 0
+        """How far into `tail` attributes have been cut off into `_raw`."""
 
     def split_tail(self, token=None) -> list:
         """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal
@@ -341,35 +345,62 @@ class Attributes(Mapping[str, str]):
                 pieces.append(m.group(0))
         return pieces
 
-    @property
-    def raw(self) -> dict[str, str]:
+    def _cut_until(self, name: str | None) -> dict[str, str]:
+        """Cut attributes off the tail, in text order, until `name` is cut (all when None).
+
+        XLA prints an op's own attributes (`kind`, `calls`, `index`) before `metadata` and
+        `backend_config`, the long ones: a lookup of the former leaves the latter uncut."""
         raw = self._raw
         if raw is None:
-            raw = {}
-            tokens = self.split_tail() if self.tail else self._tokens
-            for token in tokens:
-                name, _, value = token.lstrip(", \t\r\n").partition("=")
-                raw[name] = value.strip()
-            self._raw = raw
-            self._tokens = ()
-            self.tail = ""
+            raw = self._raw = {}
+            if not self.tail:
+                for token in self._tokens:
+                    key, _, value = token.lstrip(", \t\r\n").partition("=")
+                    raw.setdefault(key, value.strip())
+                self._tokens = ()
+                return raw
+        tail = self.tail
+        if not tail:
+            return raw
+        from .parser import attribute_pattern
+
+        search = attribute_pattern().search
+        pos = self._cut
+        while (m := search(tail, pos)) is not None:
+            pos = m.end()
+            key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
+            raw.setdefault(key, value.strip())  # XLA rejects a repeated name; the first counts
+            if key == name:
+                self._cut = pos
+                return raw
+        self.tail, self._cut = "", 0  # all cut
         return raw
 
-    def _surely_absent(self, name: object) -> bool:
-        """An unsplit tail that does not hold `name` at all holds no such attribute: most
-        lookups (`"output_to_operand_aliasing" in attrs`) are answered without the split."""
-        tail = self.tail
-        return bool(tail) and name.__class__ is str and name not in tail
+    @property
+    def raw(self) -> dict[str, str]:
+        if self._raw is None or self.tail:
+            return self._cut_until(None)
+        return self._raw
 
-    def __getitem__(self, name: str) -> str:
-        if self._surely_absent(name):
-            raise KeyError(name)
-        return self.raw[name]
+    def _surely_absent(self, name: object) -> bool:
+        """An uncut tail that does not hold `name=` holds no such attribute: most lookups
+        (`"output_to_operand_aliasing" in attrs`) are answered without cutting it."""
+        tail = self.tail
+        return bool(tail) and name.__class__ is str and name + "=" not in tail
 
     def get(self, name: str, default: Any = None) -> Any:
+        raw = self._raw
+        if raw is not None and name in raw:
+            return raw[name]
         if self._surely_absent(name):
             return default
-        return self.raw.get(name, default)
+        return self._cut_until(name).get(name, default)
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(name)
+        return value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.raw)
@@ -378,7 +409,7 @@ class Attributes(Mapping[str, str]):
         return len(self.raw)
 
     def __contains__(self, name: object) -> bool:
-        return not self._surely_absent(name) and name in self.raw
+        return self.get(name, _ABSENT) is not _ABSENT
 
     def decoded(self, name: str, default: Any = None) -> Any:
         """The value of `name` decoded as XLA reads it, or `default` when absent."""

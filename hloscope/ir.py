@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import networkx
 
 
-_CALLING_KEYS = tuple(key + "=" for key in COMPUTATION_ATTRIBUTES)
+_CALLING_KEYS = tuple((key, key + "=") for key in COMPUTATION_ATTRIBUTES)
 
 
 class Instruction:
@@ -91,15 +91,15 @@ class Instruction:
     @property
     def called_computation_names(self) -> tuple[str, ...]:
         attrs = self.attributes
-        if attrs.tail and not any(key in attrs.tail for key in _CALLING_KEYS):
-            return ()  # decided without cutting the attributes apart
-        raw = attrs.raw
-        if raw.keys().isdisjoint(COMPUTATION_ATTRIBUTES):
-            return ()
+        tail = attrs.tail
+        # Only the keys an uncut tail holds as text are looked up; each lookup cuts the
+        # attributes apart only as far as it must.
+        keys = [key for key, written in _CALLING_KEYS if written in tail] if tail else COMPUTATION_ATTRIBUTES
         names: tuple[str, ...] = ()
-        for key in COMPUTATION_ATTRIBUTES:
-            if key in raw:
-                names += attrs.decoded(key)
+        for key in keys:
+            called = attrs.decoded(key)
+            if called is not None:
+                names += called
         return names
 
     @property

@@ -235,3 +235,30 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
             taken += 1
             assert fast == read(lambda b=body: [_split_instruction(*x) for x in b.lines()]), comp.name
     assert taken > 0.8 * bodies
+
+
+def test_attribute_lookups_agree_with_the_whole_split():
+    """Attributes are cut off an instruction's tail only as far as a lookup needs. Whatever
+    the lookups before, every answer and the final mapping equal those of cutting it whole."""
+    from hloscope.attributes import COMPUTATION_ATTRIBUTES, Attributes
+
+    from .conftest import fixture_dirs
+
+    asked = ("index", *COMPUTATION_ATTRIBUTES, "metadata", "kind", "backend_config",
+             "output_to_operand_aliasing", "no_such_attribute")
+    partial = 0
+    for path in fixture_dirs():
+        for comp in hloscope.load(path / "module.hlo.txt").computations:
+            for inst in comp.instructions:
+                tail = inst.attributes.tail
+                if not tail:
+                    continue
+                whole = dict(Attributes((), tail))
+                for k in range(0, len(asked), 4):
+                    attrs = Attributes((), tail)
+                    for name in asked[k:] + asked[:k]:
+                        assert attrs.get(name) == whole.get(name), (inst.name, name)
+                        assert (name in attrs) == (name in whole)
+                        partial += bool(attrs.tail)
+                    assert dict(attrs) == whole and list(attrs) == list(whole)
+    assert partial  # some lookups were answered before the whole tail was cut
