@@ -8,6 +8,7 @@ and cache the result. An attribute hloscope has no decoder for is still kept as 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -311,6 +312,14 @@ DECODERS: dict[str, Callable[[str], Any]] = {
 _ABSENT = object()
 
 
+@functools.lru_cache(maxsize=1)
+def _attribute_search():
+    """`search` of the grammar's ATTRIBUTE terminal (cached: a lookup is a few microseconds)."""
+    from .parser import attribute_pattern
+
+    return attribute_pattern().search
+
+
 class Attributes(Mapping[str, str]):
     """An instruction's (or module's, or computation's) attributes, in text order.
 
@@ -362,9 +371,7 @@ class Attributes(Mapping[str, str]):
         tail = self.tail
         if not tail:
             return raw
-        from .parser import attribute_pattern
-
-        search = attribute_pattern().search
+        search = _attribute_search()
         pos = self._cut
         while (m := search(tail, pos)) is not None:
             pos = m.end()
