@@ -554,6 +554,24 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     return user.info.elementwise
 
 
+def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None) -> bool:
+    """False when `can_share_operand_buffer` is False for every operand of `user` (most
+    ops that are neither elementwise, in place nor loop fusions): a caller then need not ask
+    about each of them, which for an all-reduce of N operands is N questions per output."""
+    if not user.info.shares_operand_buffer:
+        return False
+    facts = cache.get(user) if cache is not None else None
+    if facts is None:
+        facts = _SharingFacts(user)
+        if cache is not None:
+            cache[user] = facts
+    if facts.pairs:
+        return True
+    if user.opcode == "fusion":
+        return facts.fused_parameters is not None
+    return user.info.elementwise
+
+
 class _SharingFacts:
     """What `can_share_operand_buffer` reads of a user instruction, worked out once."""
 

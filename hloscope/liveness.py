@@ -295,13 +295,13 @@ class _Group:
 
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
-                  may_share: "callable | None" = None) -> Heap:
+                  may_share: "callable | None" = None, may_share_any: "callable | None" = None) -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
 
     At each step, values that start are allocated before values that end are freed. A value
     whose buffer already has a placed value takes the same place. A lone value may take over
     an operand's slot when that operand's value dies at this very step (and `may_share` says
-    the op can write over it)::
+    the op can write over it; `may_share_any(instruction)` False says it for every operand)::
 
         step:        4    5    6
         a = exp(x)   [aaaaaaa]            a dies at 5, where b starts:
@@ -359,7 +359,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             shared = False
             inst = v.instruction
             if (may_share is not None and freed_now and buffer_count.get(v.buffer, 0) == 1
-                    and inst.info.shares_operand_buffer):
+                    and inst.info.shares_operand_buffer and (may_share_any is None or may_share_any(inst))):
                 if dying is None:
                     dying = {w.instruction for w in freed_now}
                 for operand in inst.operands:

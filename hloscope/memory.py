@@ -11,8 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import cache
-from .dataflow import Dataflow, Value, analyze_dataflow, can_share_operand_buffer, parse_input_output_alias
+from .dataflow import (
+    Dataflow,
+    Value,
+    analyze_dataflow,
+    can_share_operand_buffer,
+    may_share_any_operand_buffer,
+    parse_input_output_alias,
+)
 from .errors import NotScheduledError
+from .ir import Instruction
 from .liveness import Heap, LiveRanges, _merge, compute_live_ranges, simulate_heap
 
 ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
@@ -308,7 +316,10 @@ def _analyze_memory(module, platform: str | None, alignment: int | None) -> Memo
     def may_share(operand_value: Value, user_value: Value) -> bool:
         return can_share_operand_buffer(operand_value, user_value, sharing_facts)
 
-    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, may_share)
+    def may_share_any(user: Instruction) -> bool:
+        return may_share_any_operand_buffer(user, sharing_facts)
+
+    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, may_share, may_share_any)
                               for space, vs in by_space.items()}
     heap = heaps.get(0)
     steps = live.schedule.steps
