@@ -543,12 +543,11 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
         if oi == user_value.index:
             return (n, pi) == (k, operand_value.index)
     if user.opcode == "fusion":
-        params = facts.fused_parameters
-        if params is None:
+        if facts.fused is None:
             return False
         elementwise = facts.elementwise_parameter
         if k not in elementwise:
-            p = params.get(k)
+            p = facts.fused_parameter(k)
             elementwise[k] = p is not None and _transitive_uses_elementwise(p)
         return elementwise[k]
     return user.info.elementwise
@@ -568,14 +567,14 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None) -
     if facts.pairs:
         return True
     if user.opcode == "fusion":
-        return facts.fused_parameters is not None
+        return facts.fused is not None
     return user.info.elementwise
 
 
 class _SharingFacts:
     """What `can_share_operand_buffer` reads of a user instruction, worked out once."""
 
-    __slots__ = ("elementwise_parameter", "fused_parameters", "operand_number", "pairs")
+    __slots__ = ("_fused_parameters", "elementwise_parameter", "fused", "operand_number", "pairs")
 
     def __init__(self, user: Instruction):
         # The first operand number of each operand (as `list.index`).
@@ -585,12 +584,20 @@ class _SharingFacts:
                 first[o] = n
         self.operand_number = first
         self.pairs = in_place_pairs(user)
-        self.fused_parameters: dict[int, Instruction] | None = None
+        self.fused: Computation | None = None
+        """A loop or input fusion's computation (its body is read only when asked about)."""
+        self._fused_parameters: dict[int, Instruction] | None = None
         self.elementwise_parameter: dict[int, bool] = {}
         if user.opcode == "fusion" and user.attributes.get("kind", "") in ("kLoop", "kInput"):
             called = user.called_computations
             if called:
-                self.fused_parameters = {p.parameter_number: p for p in called[0].parameters}
+                self.fused = called[0]
+
+    def fused_parameter(self, number: int) -> Instruction | None:
+        params = self._fused_parameters
+        if params is None:
+            params = self._fused_parameters = {p.parameter_number: p for p in self.fused.parameters}
+        return params.get(number)
 
 
 _CONTROL_FLOW = frozenset({"while", "call", "conditional"})
