@@ -96,11 +96,17 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
         return None
     try:
         first = _first_half(text, split, filename, progress)
+        if first is not None:
+            # While the child may still be at work: what the join's rename check reads of
+            # this half.
+            from .parser import name_facts
+
+            first_facts = {id(c): name_facts(c) for c in first.computations}
     finally:
         second = second_half()
     if first is None or second is None:
         return None
-    return [_join(first, second, text, filename)]
+    return [_join(first, second, text, filename, first_facts)]
 
 
 def _split_point(text: str) -> int | None:
@@ -150,11 +156,11 @@ def _outline_of_second_half(text: str, split: int):
     return out
 
 
-def _join(first, second, text: str, filename: str):
+def _join(first, second, text: str, filename: str, first_facts: dict):
     from .attributes import Attributes
     from .parser import _Body, finish_module
 
-    comps, known = [], {}
+    comps, known = [], dict(first_facts)
     for (name, is_entry, line, signature, attributes, start, end, body_line, body_column,
          names, wrapped) in second:
         comp = Computation(name, None, is_entry, None, Attributes(attributes), line, signature,

@@ -925,9 +925,8 @@ def _renames_needed(comps, known: dict | None = None) -> bool:
     distinct = set(names)
     if len(distinct) != len(names):
         return True
-    joined = "\n".join(names)
     keys: set[tuple[str, int]] = set()
-    for name in _ZERO_SUFFIX.findall(joined):
+    for name in (n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)):
         root, _, suffix = name.rpartition(".")
         key = (root, int(suffix))
         if key in keys or (root if key[1] == 0 else f"{root}.{key[1]}") in distinct:
@@ -935,7 +934,7 @@ def _renames_needed(comps, known: dict | None = None) -> bool:
         keys.add(key)
     if wrapped:
         hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
-        if hidden.search(joined):
+        if hidden.search("\n".join(names)):
             return True
     return False
 
@@ -944,7 +943,7 @@ def _renames_needed(comps, known: dict | None = None) -> bool:
 _SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
 _SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
 _START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
-_ZERO_SUFFIX = re.compile(r"^.+\.0\d*$", re.M)
+_ZERO_SUFFIX = re.compile(r".\.0\d*$")
 
 
 def _uniquify_instruction_names(comps) -> None:
