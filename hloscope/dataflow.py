@@ -365,6 +365,11 @@ def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple
     called = inst.called_computations
     if not called or not called[0].may_mention(_IN_PLACE_CALLS):
         return []  # an unread body with no in-place op in its text: no need to read it
+    peek = called[0].peek()
+    if peek is not None:
+        found = _in_place_operands_peeked(peek)
+        if found is not None:
+            return found
     root = called[0].root
     roots = [((), root)]
     if root.opcode == "tuple":
@@ -378,6 +383,38 @@ def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple
             p = r.operands[k]
             while p.opcode == "bitcast" and p.operands:
                 p = p.operands[0]
+            if p.opcode == "parameter":
+                out.append((oi, p.parameter_number or 0, ()))
+    return out
+
+
+def _in_place_operands_peeked(peek) -> list[tuple[tuple, int, tuple]] | None:
+    """`_fusion_in_place_operands` from the few instructions it follows, cut one by one from
+    an unread body (operands are names); None if one of them cannot be cut alone."""
+    root = peek.instruction(peek.root_name)
+    if root is None:
+        return None
+    roots = [((), root)]
+    if root.opcode == "tuple":
+        roots = []
+        for n, name in enumerate(root.operands):
+            element = peek.instruction(name)
+            if element is None:
+                return None
+            roots.append(((n,), element))
+    out = []
+    for oi, r in roots:
+        while r.opcode == "bitcast" and r.operands:
+            r = peek.instruction(r.operands[0])
+            if r is None:
+                return None
+        k = r.info.in_place_operand
+        if k is not None and k < len(r.operands):
+            p = peek.instruction(r.operands[k])
+            while p is not None and p.opcode == "bitcast" and p.operands:
+                p = peek.instruction(p.operands[0])
+            if p is None:
+                return None
             if p.opcode == "parameter":
                 out.append((oi, p.parameter_number or 0, ()))
     return out

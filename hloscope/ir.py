@@ -187,6 +187,12 @@ class Computation:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
 
+    def peek(self):
+        """For an unread body: its instructions found and cut one at a time, unlinked
+        (operands are names), without reading the rest (`parser._Peek`); None when read or
+        when only a whole read is exact."""
+        return self._body.peek() if self._instructions is None else None
+
     def may_mention(self, literals: tuple[str, ...]) -> bool:
         """False only when an unread body's text certainly holds none of `literals`: lets an
         analysis skip bodies it need not read. A read computation always answers True; the

@@ -262,3 +262,41 @@ def test_attribute_lookups_agree_with_the_whole_split():
                         partial += bool(attrs.tail)
                     assert dict(attrs) == whole and list(attrs) == list(whole)
     assert partial  # some lookups were answered before the whole tail was cut
+
+
+def test_a_peeked_instruction_is_the_one_a_read_gives():
+    """`Computation.peek()` cuts single instructions of an unread body from their lines.
+    Each must be what reading the body gives (operands still names), or None, never
+    another; and where it declines the whole body, the read must show why (no single ROOT,
+    an inline callee). On every corpus and fixture body."""
+    from .conftest import corpus_rows, fixture_dirs
+
+    texts = [row["text"] for row in corpus_rows()]
+    texts += [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
+    peeked = cut = 0
+    for text in texts:
+        try:
+            modules = hloscope.parse_all(text, lazy=True)
+        except hloscope.HloSyntaxError:
+            continue
+        for comp in (c for m in modules for c in m.computations if not c.is_read):
+            peek = comp.peek()
+            try:
+                read = comp.instructions
+            except hloscope.HloSyntaxError:
+                continue
+            if peek is None:
+                continue
+            peeked += 1
+            assert peek.root_name == comp.root.name
+            for inst in read[:12] + read[12:][-12:]:  # both ends of a long body: peeking is per name
+                alone = peek.instruction(inst.name)
+                if alone is None:
+                    continue
+                cut += 1
+                assert (alone.name, alone.opcode, alone.shape, alone.attributes.tail, alone.line,
+                        alone.is_root, alone.literal, alone.parameter_number) == \
+                       (inst.name, inst.opcode, inst.shape, inst.attributes.tail, inst.line,
+                        inst.is_root, inst.literal, inst.parameter_number), (comp.name, inst.name)
+                assert [o.lstrip("%") for o in alone.operands] == [o.name for o in inst.operands]
+    assert peeked > 1000 and cut > 3 * peeked
