@@ -81,8 +81,9 @@ def _stamp() -> str:
 
 
 def digest(text: str) -> str:
-    """The content hash that names everything kept for `text`."""
-    h = hashlib.blake2b(digest_size=20)
+    """The content hash that names everything kept for `text` (SHA-256: with the CPU's SHA
+    instructions, twice as fast as BLAKE2 on a large text)."""
+    h = hashlib.sha256()
     for start in range(0, len(text), 1 << 22):  # in pieces: no second copy of a large text
         h.update(text[start : start + (1 << 22)].encode("utf-8", "surrogatepass"))
     return h.hexdigest()
