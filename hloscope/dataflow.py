@@ -367,52 +367,33 @@ def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple
         return []  # an unread body with no in-place op in its text: no need to read it
     peek = called[0].peek()
     if peek is not None:
-        found = _in_place_operands_peeked(peek)
+        # The few instructions followed, cut one by one from the unread body.
+        found = _in_place_operands_from(peek.instruction(peek.root_name),
+                                        lambda i, k: peek.instruction(i.operands[k]))
         if found is not None:
             return found
-    root = called[0].root
-    roots = [((), root)]
-    if root.opcode == "tuple":
-        roots = [((n,), r) for n, r in enumerate(root.operands)]
-    out = []
-    for oi, r in roots:
-        while r.opcode == "bitcast" and r.operands:
-            r = r.operands[0]
-        k = r.info.in_place_operand
-        if k is not None and k < len(r.operands):
-            p = r.operands[k]
-            while p.opcode == "bitcast" and p.operands:
-                p = p.operands[0]
-            if p.opcode == "parameter":
-                out.append((oi, p.parameter_number or 0, ()))
-    return out
+    return _in_place_operands_from(called[0].root, lambda i, k: i.operands[k])
 
 
-def _in_place_operands_peeked(peek) -> list[tuple[tuple, int, tuple]] | None:
-    """`_fusion_in_place_operands` from the few instructions it follows, cut one by one from
-    an unread body (operands are names); None if one of them cannot be cut alone."""
-    root = peek.instruction(peek.root_name)
+def _in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | None:
+    """The pairs of `_fusion_in_place_operands` from a fused computation's `root`, following
+    `operand(instruction, k)`; None if that (or the root) is None: it cannot say."""
     if root is None:
         return None
     roots = [((), root)]
     if root.opcode == "tuple":
-        roots = []
-        for n, name in enumerate(root.operands):
-            element = peek.instruction(name)
-            if element is None:
-                return None
-            roots.append(((n,), element))
+        roots = [((n,), operand(root, n)) for n in range(len(root.operands))]
     out = []
     for oi, r in roots:
-        while r.opcode == "bitcast" and r.operands:
-            r = peek.instruction(r.operands[0])
-            if r is None:
-                return None
+        while r is not None and r.opcode == "bitcast" and r.operands:
+            r = operand(r, 0)
+        if r is None:
+            return None
         k = r.info.in_place_operand
         if k is not None and k < len(r.operands):
-            p = peek.instruction(r.operands[k])
+            p = operand(r, k)
             while p is not None and p.opcode == "bitcast" and p.operands:
-                p = peek.instruction(p.operands[0])
+                p = operand(p, 0)
             if p is None:
                 return None
             if p.opcode == "parameter":

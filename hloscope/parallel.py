@@ -94,6 +94,7 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
     second_half = in_child(_outline_of_second_half, text, split)
     if second_half is None:
         return None
+    first_facts: dict = {}
     try:
         first = _first_half(text, split, filename, progress)
         if first is not None:

@@ -701,7 +701,7 @@ class _Peek:
 
     Names are found by their text: an unread body of a finished module has no repeated name
     (a module whose names would need making unique has every body read, see
-    `_finish_module`), so the one line where a name is followed by `=` defines it."""
+    `_finish_module`), so the one line that starts an instruction of that name defines it."""
 
     __slots__ = ("body", "root_name")
 
@@ -718,8 +718,9 @@ class _Peek:
             return None
         tail = m.group(6).rstrip()
         end = m.end()
-        starts = _cuts().instruction_start
-        if tail.endswith(",") or not (starts.match(body.source, end, body.end) or _CLOSING.match(body.source, end, body.end)):
+        next_line_starts = (_cuts().instruction_start.match(body.source, end, body.end)
+                            or _CLOSING.match(body.source, end, body.end))
+        if tail.endswith(",") or not next_line_starts:
             return None  # the instruction goes on past its line
         line = body.line + body.source.count("\n", body.start, pos)
         return _instruction_of(m, tail, line, _start_of(m) - pos + 1)
