@@ -549,11 +549,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     operand, user = operand_value.instruction, user_value.instruction
     if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
         return False
-    facts = cache.get(user) if cache is not None else None
-    if facts is None:
-        facts = _SharingFacts(user)
-        if cache is not None:
-            cache[user] = facts
+    facts = _SharingFacts.of(user, cache)
     k = facts.operand_number.get(operand)
     if k is None:
         return False
@@ -577,11 +573,7 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None) -
     about each of them, which for an all-reduce of N operands is N questions per output."""
     if not user.info.shares_operand_buffer:
         return False
-    facts = cache.get(user) if cache is not None else None
-    if facts is None:
-        facts = _SharingFacts(user)
-        if cache is not None:
-            cache[user] = facts
+    facts = _SharingFacts.of(user, cache)
     if facts.pairs:
         return True
     if user.opcode == "fusion":
@@ -610,6 +602,15 @@ class _SharingFacts:
             called = user.called_computations
             if called:
                 self.fused = called[0]
+
+    @classmethod
+    def of(cls, user: Instruction, cache: dict | None) -> _SharingFacts:
+        facts = cache.get(user) if cache is not None else None
+        if facts is None:
+            facts = cls(user)
+            if cache is not None:
+                cache[user] = facts
+        return facts
 
     def fused_parameter(self, number: int) -> Instruction | None:
         params = self._fused_parameters

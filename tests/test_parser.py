@@ -218,23 +218,30 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
         return [(i.name, i.opcode, i.shape, i.operands, i.attributes.tail, i.line, i.is_root,
                  i.literal, i.parameter_number, str(i.pending)) for i in got]
 
+    bodies = taken = 0
+    for comp in _unread_computations():
+        body = comp._body
+        bodies += 1
+        fast = read(body._instructions_by_line)
+        if fast is None:
+            continue
+        taken += 1
+        assert fast == read(lambda b=body: [_split_instruction(*x) for x in b.lines()]), comp.name
+    assert taken > 0.8 * bodies
+
+
+def _unread_computations():
+    """Every computation left unread by a lazy parse of the corpus and the fixtures."""
+    from .conftest import corpus_rows, fixture_dirs
+
     texts = [row["text"] for row in corpus_rows()]
     texts += [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
-    bodies = taken = 0
     for text in texts:
         try:
             modules = hloscope.parse_all(text, lazy=True)
         except hloscope.HloSyntaxError:
             continue
-        for comp in (c for m in modules for c in m.computations if not c.is_read):
-            body = comp._body
-            bodies += 1
-            fast = read(body._instructions_by_line)
-            if fast is None:
-                continue
-            taken += 1
-            assert fast == read(lambda b=body: [_split_instruction(*x) for x in b.lines()]), comp.name
-    assert taken > 0.8 * bodies
+        yield from (c for m in modules for c in m.computations if not c.is_read)
 
 
 def test_attribute_lookups_agree_with_the_whole_split():
@@ -267,36 +274,26 @@ def test_attribute_lookups_agree_with_the_whole_split():
 def test_a_peeked_instruction_is_the_one_a_read_gives():
     """`Computation.peek()` cuts single instructions of an unread body from their lines.
     Each must be what reading the body gives (operands still names), or None, never
-    another; and where it declines the whole body, the read must show why (no single ROOT,
-    an inline callee). On every corpus and fixture body."""
-    from .conftest import corpus_rows, fixture_dirs
-
-    texts = [row["text"] for row in corpus_rows()]
-    texts += [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
+    another. On every corpus and fixture body."""
     peeked = cut = 0
-    for text in texts:
+    for comp in _unread_computations():
+        peek = comp.peek()
         try:
-            modules = hloscope.parse_all(text, lazy=True)
+            read = comp.instructions
         except hloscope.HloSyntaxError:
             continue
-        for comp in (c for m in modules for c in m.computations if not c.is_read):
-            peek = comp.peek()
-            try:
-                read = comp.instructions
-            except hloscope.HloSyntaxError:
+        if peek is None:
+            continue
+        peeked += 1
+        assert peek.root_name == comp.root.name
+        for inst in read[:12] + read[12:][-12:]:  # both ends of a long body: peeking is per name
+            alone = peek.instruction(inst.name)
+            if alone is None:
                 continue
-            if peek is None:
-                continue
-            peeked += 1
-            assert peek.root_name == comp.root.name
-            for inst in read[:12] + read[12:][-12:]:  # both ends of a long body: peeking is per name
-                alone = peek.instruction(inst.name)
-                if alone is None:
-                    continue
-                cut += 1
-                assert (alone.name, alone.opcode, alone.shape, alone.attributes.tail, alone.line,
-                        alone.is_root, alone.literal, alone.parameter_number) == \
-                       (inst.name, inst.opcode, inst.shape, inst.attributes.tail, inst.line,
-                        inst.is_root, inst.literal, inst.parameter_number), (comp.name, inst.name)
-                assert [o.lstrip("%") for o in alone.operands] == [o.name for o in inst.operands]
+            cut += 1
+            assert (alone.name, alone.opcode, alone.shape, alone.attributes.tail, alone.line,
+                    alone.is_root, alone.literal, alone.parameter_number) == \
+                   (inst.name, inst.opcode, inst.shape, inst.attributes.tail, inst.line,
+                    inst.is_root, inst.literal, inst.parameter_number), (comp.name, inst.name)
+            assert [o.lstrip("%") for o in alone.operands] == [o.name for o in inst.operands]
     assert peeked > 1000 and cut > 3 * peeked
