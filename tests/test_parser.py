@@ -206,8 +206,6 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
     the one pass takes (and it must take most: the others span lines)."""
     from hloscope.parser import _split_instruction
 
-    from .conftest import corpus_rows, fixture_dirs
-
     def read(cut):
         try:
             got = cut()
