@@ -523,6 +523,49 @@ _value_id = operator.attrgetter("id")
 _instruction_of = operator.attrgetter("instruction")
 
 
+def _elementwise_parameters(comp: Computation) -> frozenset[int]:
+    """Numbers of the parameters of a fused computation that every transitive user reads
+    element by element (`_transitive_uses_elementwise`). An unread body is not read for it:
+    its operations alone are cut from the text (`parser._Peek.operations`), which costs a
+    fraction of a read and keeps nothing, for the many bodies this is the only question about."""
+    peek = comp.peek()
+    operations = peek.operations() if peek is not None else None
+    if operations is not None:
+        found = _elementwise_parameters_of(operations)
+        if found is not None:
+            return found
+    by_number = {p.parameter_number: p for p in comp.parameters}
+    return frozenset(n for n, p in by_number.items() if _transitive_uses_elementwise(p))
+
+
+def _elementwise_parameters_of(operations: list[tuple[str, str, list[str]]]) -> frozenset[int] | None:
+    """`_elementwise_parameters` from `(name, opcode, operands)` in text order, or None where
+    that is not a plain def-before-use order of unique names (a read then decides, or
+    reports the error). Backwards over the text, an instruction taints its operands when it
+    is neither elementwise nor a tuple, or is itself tainted: a parameter is untainted exactly
+    when all its transitive users are elementwise or tuples."""
+    defined: set[str] = set()
+    for name, opcode, operands in operations:
+        if name in defined or opcode != "parameter" and not defined.issuperset(operands):
+            return None  # a repeated name, or an operand used before its definition or never defined
+        defined.add(name)
+    tainted: set[str] = set()
+    numbers: dict[int, str] = {}
+    info = opcodes.info
+    for name, opcode, operands in reversed(operations):
+        if opcode == "parameter":
+            try:
+                number = int(operands[0])
+            except ValueError:
+                return None
+            if number in numbers:
+                return None
+            numbers[number] = name
+        elif name in tainted or not (info(opcode).elementwise or info(opcode).value_rule == "tuple"):
+            tainted.update(operands)
+    return frozenset(n for n, name in numbers.items() if name not in tainted)
+
+
 def _transitive_uses_elementwise(inst: Instruction) -> bool:
     """Every transitive user (inside a fused computation) reads `inst` element by element."""
     stack, seen = [inst], set()
@@ -559,11 +602,9 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     if user.opcode == "fusion":
         if facts.fused is None:
             return False
-        elementwise = facts.elementwise_parameter
-        if k not in elementwise:
-            p = facts.fused_parameter(k)
-            elementwise[k] = p is not None and _transitive_uses_elementwise(p)
-        return elementwise[k]
+        if facts.elementwise_parameters is None:
+            facts.elementwise_parameters = _elementwise_parameters(facts.fused)
+        return k in facts.elementwise_parameters
     return user.info.elementwise
 
 
@@ -584,7 +625,7 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None) -
 class _SharingFacts:
     """What `can_share_operand_buffer` reads of a user instruction, worked out once."""
 
-    __slots__ = ("_fused_parameters", "elementwise_parameter", "fused", "operand_number", "pairs")
+    __slots__ = ("elementwise_parameters", "fused", "operand_number", "pairs")
 
     def __init__(self, user: Instruction):
         # The first operand number of each operand (as `list.index`).
@@ -595,9 +636,9 @@ class _SharingFacts:
         self.operand_number = first
         self.pairs = in_place_pairs(user)
         self.fused: Computation | None = None
-        """A loop or input fusion's computation (its body is read only when asked about)."""
-        self._fused_parameters: dict[int, Instruction] | None = None
-        self.elementwise_parameter: dict[int, bool] = {}
+        """A loop or input fusion's computation."""
+        self.elementwise_parameters: frozenset[int] | None = None
+        """Worked out on the first question about an operand (`_elementwise_parameters`)."""
         if user.opcode == "fusion" and user.attributes.get("kind", "") in ("kLoop", "kInput"):
             called = user.called_computations
             if called:
@@ -611,12 +652,6 @@ class _SharingFacts:
             if cache is not None:
                 cache[user] = facts
         return facts
-
-    def fused_parameter(self, number: int) -> Instruction | None:
-        params = self._fused_parameters
-        if params is None:
-            params = self._fused_parameters = {p.parameter_number: p for p in self.fused.parameters}
-        return params.get(number)
 
 
 _CONTROL_FLOW = frozenset({"while", "call", "conditional"})

@@ -611,11 +611,18 @@ class _Body:
     def _instructions_by_line(self) -> list[Instruction] | None:
         """One `parts_line` match per line, or None when the matches do not tile the body
         line by line (an instruction spanning lines, or text the pattern does not take)."""
+        lines = self._line_matches()
+        if lines is None:
+            return None
+        build, line = _instruction_of, self.line + 1
+        return [build(m, tail, line + k, _start_of(m) - m.start() + 1) for k, (m, tail) in enumerate(lines)]
+
+    def _line_matches(self) -> list[tuple[re.Match[str], str]] | None:
+        """Each instruction's `parts_line` match and attribute text, one per line; None when
+        they do not tile the body so."""
         source, end = self.source, self.end - 1  # the closing brace
         pos = source.index("\n", self.start, end) + 1
-        line = self.line + 1
         out = []
-        build = _instruction_of
         for m in _cuts().parts_line.finditer(source, pos, end):
             if m.start() != pos:
                 return None
@@ -625,8 +632,7 @@ class _Body:
                 tail = tail.rstrip()
             if tail.endswith(","):
                 return None  # attributes continued on the next line
-            out.append(build(m, tail, line, _start_of(m) - m.start() + 1))
-            line += 1
+            out.append((m, tail))
         # Every line taken, each by one match: the body's newlines are one per instruction
         # and the one after its opening brace.
         if source[pos:end].strip(" \t") or source.count("\n", self.start, end) != len(out) + 1:
@@ -724,6 +730,30 @@ class _Peek:
             return None  # the instruction goes on past its line
         line = body.line + body.source.count("\n", body.start, pos)
         return _instruction_of(m, tail, line, _start_of(m) - pos + 1)
+
+    def operations(self) -> list[tuple[str, str, list[str]]] | None:
+        """`(name, opcode, operand names)` of every instruction in text order, cut as a whole
+        read cuts them but with nothing else built (no shapes, attributes or links): what a
+        question about the body's dataflow alone needs. A parameter's one "operand" is its
+        number. None where the lines do not hold one instruction each."""
+        lines = self.body._line_matches()
+        if lines is None:
+            return None
+        out = []
+        for m in lines:
+            name, opcode, group = m[0].group(2, 4, 5)
+            opcode = opcode.rstrip()
+            if opcode == "parameter":
+                operands = [group[1:-1].strip()]
+            elif opcode == "constant" or len(group) <= 2:
+                operands = []
+            else:
+                inner = group[1:-1]
+                if "{" in inner:
+                    inner = _LAYOUTS.sub("", inner)
+                operands = [o.lstrip("%") for o in _operand_names(inner)]
+            out.append((name.lstrip("%"), opcode, operands))
+        return out
 
     def _line_of(self, name: str) -> int | None:
         """Where the line defining `name` starts: a line that starts an instruction (as

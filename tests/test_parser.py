@@ -272,10 +272,16 @@ def test_attribute_lookups_agree_with_the_whole_split():
 def test_a_peeked_instruction_is_the_one_a_read_gives():
     """`Computation.peek()` cuts single instructions of an unread body from their lines.
     Each must be what reading the body gives (operands still names), or None, never
-    another. On every corpus and fixture body."""
-    peeked = cut = 0
+    another. Its `operations()` (name, opcode, operands of each, nothing built) must be the
+    read's too, and so must the parameters found used only elementwise from them. On every
+    corpus and fixture body."""
+    from hloscope.dataflow import _elementwise_parameters_of, _transitive_uses_elementwise
+
+    peeked = cut = operations_cut = 0
     for comp in _unread_computations():
         peek = comp.peek()
+        operations = peek.operations() if peek is not None else None
+        elementwise = _elementwise_parameters_of(operations) if operations is not None else None
         try:
             read = comp.instructions
         except hloscope.HloSyntaxError:
@@ -283,6 +289,12 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
         if peek is None:
             continue
         peeked += 1
+        if operations is not None:
+            operations_cut += 1
+            assert operations == [(i.name, i.opcode, [str(i.parameter_number)] if i.opcode == "parameter"
+                                   else [o.name for o in i.operands]) for i in read], comp.name
+            assert elementwise == {p.parameter_number for p in comp.parameters
+                                   if _transitive_uses_elementwise(p)}, comp.name
         assert peek.root_name == comp.root.name
         for inst in read[:12] + read[12:][-12:]:  # both ends of a long body: peeking is per name
             alone = peek.instruction(inst.name)
@@ -294,4 +306,4 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
                    (inst.name, inst.opcode, inst.shape, inst.attributes.tail, inst.line,
                     inst.is_root, inst.literal, inst.parameter_number), (comp.name, inst.name)
             assert [o.lstrip("%") for o in alone.operands] == [o.name for o in inst.operands]
-    assert peeked > 1000 and cut > 3 * peeked
+    assert peeked > 1000 and cut > 3 * peeked and operations_cut > 0.8 * peeked
