@@ -403,6 +403,27 @@ class Attributes(Mapping[str, str]):
             return default
         return self._cut_until(name).get(name, default)
 
+    def uncached(self, name: str) -> str | None:
+        """`get(name)`, but what it cuts off the tail is not kept: for a lookup whose answer
+        the caller keeps itself. A fusion's `calls` kept here would cost a dict, its key and
+        value strings per instruction: tens of MB on a large module."""
+        raw = self._raw
+        if raw is not None and name in raw:
+            return raw[name]
+        tail = self.tail
+        if not tail:
+            return self.get(name)
+        if name + "=" not in tail:
+            return None
+        search = _attribute_search()
+        pos = self._cut
+        while (m := search(tail, pos)) is not None:
+            pos = m.end()
+            key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
+            if key == name:  # the first after the cut; one before it would be in `raw`
+                return value.strip()
+        return None
+
     def __getitem__(self, name: str) -> str:
         value = self.get(name, _ABSENT)
         if value is _ABSENT:

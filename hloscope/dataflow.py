@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from . import opcodes
 from .ir import Computation, Instruction, Module
@@ -37,6 +37,50 @@ def _byte_size(shape) -> int:
     size = shape.byte_size
     _SIZE_CACHE[id(shape)] = (shape, size)
     return size
+
+
+class _OneValue:
+    """The value set of an output holding one array value, defined there (most outputs):
+    read as the dict `{(): value}` is, at a fifth of its size."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Value):
+        self.value = value
+
+    def get(self, index: tuple, default=None):
+        return self.value if index == () else default
+
+    def __getitem__(self, index: tuple) -> Value:
+        if index == ():
+            return self.value
+        raise KeyError(index)
+
+    def __contains__(self, index: object) -> bool:
+        return index == ()
+
+    def __iter__(self):
+        return iter(((),))
+
+    def __len__(self) -> int:
+        return 1
+
+    def keys(self):
+        return ((),)
+
+    def values(self):
+        return (self.value,)
+
+    def items(self):
+        return (((), self.value),)
+
+    def __eq__(self, other: object) -> bool:
+        return dict(self.items()) == other if isinstance(other, (dict, _OneValue)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like the dict it stands for
+
+    def __repr__(self) -> str:
+        return repr({(): self.value})
 
 
 AT_DEFINITION = ("at-definition",)
@@ -109,7 +153,7 @@ class Dataflow:
 
     module: Module
     values: list[Value]
-    value_sets: dict[Instruction, dict[tuple, Value]]
+    value_sets: dict[Instruction, Mapping[tuple, Value]]
     buffers: list[list[Value]]
     live_out: frozenset[int]
     entry_param_buffers: frozenset[int]
@@ -225,7 +269,7 @@ class _Builder:
                 v = Value(len(values), inst, (), shape)
                 v._positions = AT_DEFINITION
                 values.append(v)
-                sets[inst] = {(): v}
+                sets[inst] = _OneValue(v)
             else:
                 self.forwarding.append(inst)
                 self.run_instruction(inst, params)
@@ -639,7 +683,7 @@ class _SharingFacts:
         """A loop or input fusion's computation."""
         self.elementwise_parameters: frozenset[int] | None = None
         """Worked out on the first question about an operand (`_elementwise_parameters`)."""
-        if user.opcode == "fusion" and user.attributes.get("kind", "") in ("kLoop", "kInput"):
+        if user.opcode == "fusion" and user.attributes.uncached("kind") in ("kLoop", "kInput"):
             called = user.called_computations
             if called:
                 self.fused = called[0]

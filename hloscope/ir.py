@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from . import opcodes
-from .attributes import COMPUTATION_ATTRIBUTES, Attributes
+from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
 from .shape import Shape
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class Instruction:
         "users",
         "nested",
         "pending",
+        "_called",
     )
 
     def __init__(self, name: str, opcode: str, shape: Shape, operands: list, attributes: Attributes, line: int = 0):
@@ -57,6 +58,7 @@ class Instruction:
         self.users: list[Instruction] = []
         self.nested = False
         self.pending = None  # parser's scratch: attributes still to resolve
+        self._called: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"<Instruction {self.name} = {self.shape} {self.opcode}>"
@@ -90,16 +92,20 @@ class Instruction:
 
     @property
     def called_computation_names(self) -> tuple[str, ...]:
+        called = self._called
+        if called is not None:
+            return called
         attrs = self.attributes
         tail = attrs.tail
-        # Only the keys an uncut tail holds as text are looked up; each lookup cuts the
-        # attributes apart only as far as it must.
+        # Only the keys an uncut tail holds as text are looked up, and what is cut to find
+        # them is not kept: the names are, here, once per instruction.
         keys = [key for key, written in _CALLING_KEYS if written in tail] if tail else COMPUTATION_ATTRIBUTES
         names: tuple[str, ...] = ()
         for key in keys:
-            called = attrs.decoded(key)
-            if called is not None:
-                names += called
+            text = attrs.uncached(key)
+            if text is not None:
+                names += decode_names(text)
+        self._called = names
         return names
 
     @property

@@ -244,7 +244,8 @@ def _unread_computations():
 
 def test_attribute_lookups_agree_with_the_whole_split():
     """Attributes are cut off an instruction's tail only as far as a lookup needs. Whatever
-    the lookups before, every answer and the final mapping equal those of cutting it whole."""
+    the lookups before, every answer (kept or not: `uncached`) and the final mapping equal
+    those of cutting it whole."""
     from hloscope.attributes import COMPUTATION_ATTRIBUTES, Attributes
 
     from .conftest import fixture_dirs
@@ -262,7 +263,10 @@ def test_attribute_lookups_agree_with_the_whole_split():
                 for k in range(0, len(asked), 4):
                     attrs = Attributes((), tail)
                     for name in asked[k:] + asked[:k]:
+                        # A lookup that keeps nothing, before and after the one that does.
+                        assert attrs.uncached(name) == whole.get(name), (inst.name, name)
                         assert attrs.get(name) == whole.get(name), (inst.name, name)
+                        assert attrs.uncached(name) == whole.get(name), (inst.name, name)
                         assert (name in attrs) == (name in whole)
                         partial += bool(attrs.tail)
                     assert dict(attrs) == whole and list(attrs) == list(whole)
