@@ -488,8 +488,9 @@ def _best_fit(groups: list[_Group], alignment: int,
     A gap is a hole in the union of the `[offset, aligned end)` ranges of the groups placed so
     far that meet the candidate in time (XLA finds those through an interval tree of chunks).
     Here that union is kept pre-merged, per node of two segment trees over the time axis, as
-    the sorted starts and ends of disjoint ranges (touching ranges merged, so the lists stay
-    short where memory is densely packed):
+    one flat list `[start, end, start, end, ...]` of disjoint ranges (touching ranges merged,
+    so the lists stay short where memory is densely packed; and strictly increasing, so one
+    bisection finds a place in it):
 
     - `cover`: each placed interval at the nodes of its canonical decomposition (the nodes on
       one leaf's path to the root hold the intervals containing that step);
@@ -507,9 +508,9 @@ def _best_fit(groups: list[_Group], alignment: int,
     leaves = 1
     while leaves < len(points) + 1:
         leaves *= 2
-    # Per node: None, or ([starts], [ends]) of its disjoint ranges in offset order. Both
-    # trees live in one list, `starts` after `cover`, so that one loop fills both.
-    trees: list[tuple[list[int], list[int]] | None] = [None] * (4 * leaves)
+    # Per node: None, or the flat list of its disjoint ranges in offset order. Both trees
+    # live in one list, `starts` after `cover`, so that one loop fills both.
+    trees: list[list[int] | None] = [None] * (4 * leaves)
     starts_at = 2 * leaves
     heap_size = 0
     for g, ivs in zip(groups, merged):
@@ -548,12 +549,13 @@ def _best_fit(groups: list[_Group], alignment: int,
             best_off = 0
         else:
             if len(lists) == 1:
-                S, E = lists[0]
+                S, E = lists[0][0::2], lists[0][1::2]
             else:
-                S, E = [], []
-                for node_starts, node_ends in lists:
-                    S += node_starts
-                    E += node_ends
+                flat = []
+                for node_ranges in lists:
+                    flat += node_ranges
+                # Every list has even length: the even places of the whole are the starts.
+                S, E = flat[0::2], flat[1::2]
                 S.sort()
                 E.sort()
             best_gap = S[0]
@@ -589,19 +591,19 @@ def _best_fit(groups: list[_Group], alignment: int,
         for k in targets:
             node_ranges = trees[k]
             if node_ranges is None:
-                trees[k] = ([x], [y])
+                trees[k] = [x, y]
                 continue
-            # Merge [x, y) with the ranges it overlaps or touches, else insert it.
-            node_starts, node_ends = node_ranges
-            i = bisect_left(node_ends, x)  # the first range ending at or after x
-            j = bisect_right(node_starts, y, i)  # past the last one starting at or before y
+            # Merge [x, y) with the ranges it overlaps or touches, else insert it. In the
+            # flat list, range r is [2r, 2r + 1]: the first range ending at or after x is
+            # i (bisect_left(x) // 2, whether that lands on its start or its end), and
+            # j - 1 the last one starting at or before y (j = (bisect_right(y) + 1) // 2).
+            i = bisect_left(node_ranges, x) & -2
+            j = (bisect_right(node_ranges, y, i) + 1) & -2
             if i == j:
-                node_starts.insert(i, x)
-                node_ends.insert(i, y)
+                node_ranges[i:i] = (x, y)
             else:
-                s, e = node_starts[i], node_ends[j - 1]
-                node_starts[i:j] = (s if s < x else x,)
-                node_ends[i:j] = (e if e > y else y,)
+                s, e = node_ranges[i], node_ranges[j - 1]
+                node_ranges[i:j] = (s if s < x else x, e if e > y else y)
         if best_off + size > heap_size:
             heap_size = best_off + size
             if limit is not None and heap_size >= limit:

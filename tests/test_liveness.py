@@ -87,3 +87,56 @@ def test_while_is_flattened_condition_then_body():
     assert r[("bp", "{1}")] == (7, 12)  # the body's phi dies at its last use
     assert r[("nx", "{}")] == (12, 14)  # the body root's element lives to the body's end
     assert r[("w", "{1}")] == (14, 16)  # the loop result is the entry's output: to the end
+
+
+def _best_fit_by_definition(groups, alignment):
+    """Best fit as GlobalDecreasingSizeBestFitHeap states it, with no index: each group in
+    turn goes to the smallest hole, lowest offset among equals, of the union of the
+    `[offset, aligned end)` ranges of the groups placed so far that meet it in time; else on
+    top of them."""
+    placed, offsets, heap = [], {}, 0
+    for g in groups:
+        taken = sorted([x, y] for ivs, x, y in placed
+                       if any(s1 <= e2 and s2 <= e1 for s1, e1 in g.intervals for s2, e2 in ivs))
+        union = []
+        for x, y in taken:
+            if union and x <= union[-1][1]:
+                union[-1][1] = max(union[-1][1], y)
+            else:
+                union.append([x, y])
+        best, best_gap, below = None, None, 0
+        for x, y in union:
+            if x - below >= g.size and (best is None or x - below < best_gap):
+                best, best_gap = below, x - below
+            below = y
+        offset = below if best is None else best
+        offsets[id(g)] = offset
+        placed.append((g.intervals, offset, -(-(offset + g.size) // alignment) * alignment))
+        heap = max(heap, offset + g.size)
+    return heap, offsets
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_best_fit_packs_as_defined(seed):
+    """The packing's segment trees of pre-merged ranges are an index, not a rule: the heap and
+    every offset must be those of the plain definition, on random lifetimes (some in several
+    pieces, some sizes repeated) and with or without alignment."""
+    import random
+    from types import SimpleNamespace
+
+    from hloscope.liveness import _best_fit
+
+    rng = random.Random(seed)
+    steps = rng.choice((20, 200, 2000))
+    groups = []
+    for _ in range(rng.choice((50, 400))):
+        intervals = []
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            s = rng.randrange(steps)
+            length = int(rng.expovariate(8 / steps))
+            intervals.append((s, min(steps, s + length)))
+        size = rng.choice((64, 128, 1000, 4096)) if rng.random() < 0.5 else rng.randrange(1, 10**6)
+        groups.append(SimpleNamespace(intervals=intervals, size=size))
+    groups.sort(key=lambda g: -g.size)
+    for alignment in (1, 64):
+        assert _best_fit(groups, alignment) == _best_fit_by_definition(groups, alignment)
