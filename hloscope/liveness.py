@@ -284,14 +284,16 @@ def _align(n: int, alignment: int) -> int:
 
 
 class _Group:
-    __slots__ = ("values", "intervals", "size", "start", "end", "first", "events", "span")
+    __slots__ = ("values", "intervals", "size", "first", "own_span", "span")
 
     def __init__(self, v: Value, rng: tuple[int, int]):
         self.first = v
         self.values = [v]
         self.intervals = [rng]
         self.size = v.size
-        self.start, self.end = rng
+        self.own_span = self.span = 0
+        """In event time, as the packing orders' keys: minus the first value's duration, and
+        minus the whole group's."""
 
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
@@ -399,12 +401,16 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             event[v][1] = clock
             clock += 1
     for g in groups:
-        # map, not generators: this runs once per group, and shared buffers make some long.
-        g.start = min(map(_first, g.intervals))
-        g.end = max(map(_second, g.intervals))
-        g.events = [tuple(event[v]) for v in g.values]
-        # Temporal order's key: the group's span in event time.
-        g.span = min(map(_first, g.events)) - max(map(_second, g.events))
+        first_event = event[g.first]
+        g.own_span = first_event[0] - first_event[1]
+        if len(g.values) == 1:
+            g.span = g.own_span
+        else:
+            # map, not generators: this runs once per group, and shared buffers make some long.
+            events = [event[v] for v in g.values]
+            g.span = min(map(_first, events)) - max(map(_second, events))
+    # What the replay needed and the packing does not: let the packing reuse its memory.
+    del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
 
     # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
@@ -420,7 +426,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
     # are in event time; spatial looks at the first value's own interval, temporal at the
     # group's whole span. A big heap packs the second order in a child process meanwhile.
-    orders = (("spatial", lambda g: (-g.size, g.events[0][0] - g.events[0][1], g.first.id)),
+    orders = (("spatial", lambda g: (-g.size, g.own_span, g.first.id)),
               ("temporal", lambda g: (g.span, -g.size, g.first.id)))
     second = None
     if len(groups) >= PARALLEL_MIN_GROUPS:
