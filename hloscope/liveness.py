@@ -21,8 +21,8 @@ import itertools
 import operator
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import compress, islice
-from operator import lt
+from itertools import islice
+from operator import sub
 
 from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
 from .ir import Computation, Instruction
@@ -279,10 +279,6 @@ class Heap:
     strategy: str
 
 
-def _align(n: int, alignment: int) -> int:
-    return (n + alignment - 1) // alignment * alignment
-
-
 class _Group:
     __slots__ = ("values", "intervals", "size", "first", "own_span", "span")
 
@@ -504,7 +500,12 @@ def _best_fit(groups: list[_Group], alignment: int,
 
     An interval meets `[a, b]` either by containing `a` or by starting in `(a, b]`, so the
     union for a candidate is that of O(log T) such lists, not of every chunk it meets. Only
-    the order of interval ends matters for overlap, so time is compressed to their ranks."""
+    the order of interval ends matters for overlap, so time is compressed to their ranks.
+
+    Offsets are counted in units of `alignment` inside: every placed range starts and ends
+    on a multiple of it (a group goes at 0 or at an aligned end), so a gap fits a group
+    exactly when it holds its aligned size. The numbers stay small: Python sorts and
+    compares ints below 2**30 on a fast path, and heaps of several GB exceed that in bytes."""
     offsets: dict[int, int] = {}
     if not groups:
         return 0, offsets
@@ -520,7 +521,7 @@ def _best_fit(groups: list[_Group], alignment: int,
     starts_at = 2 * leaves
     heap_size = 0
     for g, ivs in zip(groups, merged):
-        size = g.size
+        size = -(-g.size // alignment)  # in units of the alignment (see the docstring)
         ivs = [(rank[s] + leaves, rank[e] + leaves) for s, e in ivs]
         # The merged ranges of every placed group that meets this one in time.
         lists = []
@@ -550,7 +551,8 @@ def _best_fit(groups: list[_Group], alignment: int,
         # starts S and all the ends E sorted each on its own, the holes of the union of the
         # ranges are exactly the non-empty [E[i], S[i + 1]) (and [0, S[0])): at any x in
         # one, as many ranges have ended as have begun.
-        best_off = None
+        # A fragmented heap has ~100 holes per query: they are measured and chosen by
+        # builtins, not visited one by one.
         if not lists:
             best_off = 0
         else:
@@ -564,17 +566,16 @@ def _best_fit(groups: list[_Group], alignment: int,
                 S, E = flat[0::2], flat[1::2]
                 S.sort()
                 E.sort()
-            best_gap = S[0]
-            if best_gap >= size:
+            gaps = list(map(sub, islice(S, 1, None), E))  # > 0 exactly for the holes
+            fit = min(filter(size.__le__, gaps), default=None)
+            if S[0] >= size and (fit is None or S[0] <= fit):
                 best_off = 0
-            for i in compress(range(len(E)), map(lt, E, islice(S, 1, None))):
-                gap = S[i + 1] - E[i]
-                if gap >= size and (best_off is None or gap < best_gap):
-                    best_off, best_gap = E[i], gap
-            if best_off is None:
+            elif fit is not None:
+                best_off = E[gaps.index(fit)]  # the first: the lowest offset
+            else:
                 best_off = E[-1]
-        offsets[id(g)] = best_off
-        x, y = best_off, _align(best_off + size, alignment)
+        offsets[id(g)] = best_off * alignment
+        x, y = best_off, best_off + size
         # The nodes that take [x, y): each interval's canonical nodes in `cover`, and the
         # ancestors of its start's leaf in `starts`.
         targets = []
@@ -610,8 +611,9 @@ def _best_fit(groups: list[_Group], alignment: int,
             else:
                 s, e = node_ranges[i], node_ranges[j - 1]
                 node_ranges[i:j] = (s if s < x else x, e if e > y else y)
-        if best_off + size > heap_size:
-            heap_size = best_off + size
+        top = best_off * alignment + g.size
+        if top > heap_size:
+            heap_size = top
             if limit is not None and heap_size >= limit:
                 return None
     return heap_size, offsets
