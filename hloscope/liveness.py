@@ -432,13 +432,16 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     if second is not None:
         size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
         best = (size, offsets, "spatial")
-        other = second()
-        if other is not None and other[0] < size:  # a tie keeps the first order, as below
-            best = (other[0], {id(g): off for g, off in zip(groups, other[1])}, "temporal")
-        elif other is None and size > max_live:  # the child failed: pack it here
-            packed = _best_fit(sorted(groups, key=orders[1][1]), alignment, size)
-            if packed is not None:
-                best = (*packed, "temporal")
+        if size <= max_live:
+            second.cancel()  # the other order cannot do better (see below): no need to wait
+        else:
+            other = second.result()
+            if other is not None and other[0] < size:  # a tie keeps the first order, as below
+                best = (other[0], {id(g): off for g, off in zip(groups, other[1])}, "temporal")
+            elif other is None:  # the child failed: pack it here
+                packed = _best_fit(sorted(groups, key=orders[1][1]), alignment, size)
+                if packed is not None:
+                    best = (*packed, "temporal")
     for name, key in orders if second is None else ():
         if best is not None and best[0] <= max_live:
             # No packing is smaller than the most bytes live at one step (groups live at one

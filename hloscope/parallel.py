@@ -1,11 +1,11 @@
 """Work done by a forked child meanwhile: the second half of a large text's lazy parse, and
 the second of the heap's two packing orders.
 
-`in_child(fn, *args)` runs `fn` in a forked process and returns a function that waits for
-its result (plain data, sent back with marshal over a pipe), or None where forking is not
-possible or not wanted: not Linux, threads running (`fork` copies only the caller's),
-one usable CPU, or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results
-never depend on whether a child ran.
+`in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
+waits for what `fn` returns (plain data, sent back with marshal over a pipe), or None where
+forking is not possible or not wanted: not Linux, threads running (`fork` copies only the
+caller's), one usable CPU, or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so
+results never depend on whether a child ran.
 
 A lazy parse leaves each computation as an outline (its name, header and where its body
 lies in the text), so what the parse child finds is small to send back: a few numbers and
@@ -23,6 +23,7 @@ from __future__ import annotations
 import marshal
 import os
 import re
+import signal
 import sys
 import threading
 from typing import Any, Callable
@@ -49,9 +50,35 @@ def can_fork() -> bool:
     return cpus >= 2
 
 
-def in_child(fn: Callable[..., Any], *args: Any) -> Callable[[], Any] | None:
-    """Start `fn(*args)` in a forked child; the returned function waits for it and gives its
-    result, or None if the child failed. None instead of a function: no child was started."""
+class Child:
+    """A forked child at work: `result()` waits for what it sends back (None if it failed);
+    `cancel()` stops it when its answer is no longer needed."""
+
+    __slots__ = ("pid", "read_fd")
+
+    def __init__(self, pid: int, read_fd: int):
+        self.pid, self.read_fd = pid, read_fd
+
+    def result(self) -> Any:
+        with os.fdopen(self.read_fd, "rb") as f:
+            data = f.read()
+        os.waitpid(self.pid, 0)
+        try:
+            return marshal.loads(data) if data else None
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def cancel(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.close(self.read_fd)
+        os.waitpid(self.pid, 0)
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Child | None:
+    """Start `fn(*args)` in a forked child (see `Child`); None where no child was started."""
     if not can_fork():
         return None
     read_fd, write_fd = os.pipe()
@@ -73,17 +100,7 @@ def in_child(fn: Callable[..., Any], *args: Any) -> Callable[[], Any] | None:
         finally:
             os._exit(0)
     os.close(write_fd)
-
-    def result() -> Any:
-        with os.fdopen(read_fd, "rb") as f:
-            data = f.read()
-        os.waitpid(pid, 0)
-        try:
-            return marshal.loads(data) if data else None
-        except (EOFError, ValueError, TypeError):
-            return None
-
-    return result
+    return Child(pid, read_fd)
 
 
 def parse_lazily_in_two(text: str, filename: str, progress=None):
@@ -104,7 +121,7 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
 
             first_facts = {id(c): name_facts(c) for c in first.computations}
     finally:
-        second = second_half()
+        second = second_half.result()
     if first is None or second is None:
         return None
     return [_join(first, second, text, filename, first_facts)]

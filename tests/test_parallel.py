@@ -115,3 +115,23 @@ def test_the_heap_packed_in_two_processes_is_the_same(name, monkeypatch):
     children = _spy(monkeypatch, parallel, "in_child")
     assert analyze_memory(hloscope.load(path)) == expected
     assert children and all(c is not None for c in children)  # a child did pack
+
+
+def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypatch):
+    """When the first order's heap is no bigger than the most bytes live at one step, no
+    packing can beat it: the child packing the second order is stopped, not waited for, and
+    the answer is the sequential one."""
+    from hloscope import liveness
+    from hloscope.memory import analyze_memory
+
+    from .test_memory import SMALL
+
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = analyze_memory(hloscope.parse(SMALL))
+    assert expected.temp_bytes == expected.temp_max_live_bytes  # the case this is about
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setattr(liveness, "PARALLEL_MIN_GROUPS", 0)
+    cancelled, waited = _spy(monkeypatch, parallel.Child, "cancel"), _spy(monkeypatch, parallel.Child, "result")
+    assert analyze_memory(hloscope.parse(SMALL)) == expected
+    assert len(cancelled) == 1 and not waited
