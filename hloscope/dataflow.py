@@ -161,6 +161,8 @@ class Dataflow:
     analyzed: frozenset[Computation]
     async_wrapped: dict[Instruction, Computation | None] = field(default_factory=dict)
     """Each async start → its wrapped computation (None for printing sugar without one)."""
+    in_place: dict[Instruction, list[tuple[tuple, int, tuple]]] = field(default_factory=dict)
+    """`in_place_pairs` of every instruction that may write an operand's buffer."""
 
 
 def parse_input_output_alias(text: str | None) -> list[tuple[tuple, int, tuple]]:
@@ -517,9 +519,11 @@ def _analyze_dataflow(module: Module) -> Dataflow:
         for x in rs[1:]:
             if x.buffer >= 0:
                 uf.union(rs[0].buffer, x.buffer)
+    in_place = {}
     for inst in b.in_place:
         vs = sets[inst]
-        for oi, k, pi in in_place_pairs(inst):
+        pairs = in_place[inst] = in_place_pairs(inst)
+        for oi, k, pi in pairs:
             if k < len(inst.operands):
                 a = vs.get(oi)
                 c = b.sets.get(inst.operands[k], {}).get(pi)
@@ -551,7 +555,7 @@ def _analyze_dataflow(module: Module) -> Dataflow:
     entry_params = frozenset(v.buffer for p in entry.parameters for v in b.sets[p].values())
     constants = frozenset(v.buffer for v in values if v.instruction.opcode == "constant")
     df = Dataflow(module, values, b.sets, buffers, live_out, entry_params, constants,
-                  frozenset(b.analyzed), b.async_wrapped)
+                  frozenset(b.analyzed), b.async_wrapped, in_place)
     # Number values as XLA numbers its HloValues: several of its tie-breaks depend on it.
     order = xla_value_order(df)
     for v in values:
@@ -627,16 +631,18 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
     return True
 
 
-def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None) -> bool:
+def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None,
+                             in_place: dict | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?
 
     `cache` (a dict the caller keeps for one module) holds what is worked out once per user
-    instruction: asked about many operands of one fusion, the answers come without redoing it."""
+    instruction: asked about many operands of one fusion, the answers come without redoing it.
+    `in_place`: `Dataflow.in_place`, the in-place pairs found already."""
     operand, user = operand_value.instruction, user_value.instruction
     if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
         return False
-    facts = _SharingFacts.of(user, cache)
+    facts = _SharingFacts.of(user, cache, in_place)
     k = facts.operand_number.get(operand)
     if k is None:
         return False
@@ -652,13 +658,14 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     return user.info.elementwise
 
 
-def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None) -> bool:
+def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
+                                 in_place: dict | None = None) -> bool:
     """False when `can_share_operand_buffer` is False for every operand of `user` (most
     ops that are neither elementwise, in place nor loop fusions): a caller then need not ask
     about each of them, which for an all-reduce of N operands is N questions per output."""
     if not user.info.shares_operand_buffer:
         return False
-    facts = _SharingFacts.of(user, cache)
+    facts = _SharingFacts.of(user, cache, in_place)
     if facts.pairs:
         return True
     if user.opcode == "fusion":
@@ -671,14 +678,14 @@ class _SharingFacts:
 
     __slots__ = ("elementwise_parameters", "fused", "operand_number", "pairs")
 
-    def __init__(self, user: Instruction):
+    def __init__(self, user: Instruction, pairs: list[tuple[tuple, int, tuple]] | None = None):
         # The first operand number of each operand (as `list.index`).
         first: dict[Instruction, int] = {}
         for n, o in enumerate(user.operands):
             if o not in first:
                 first[o] = n
         self.operand_number = first
-        self.pairs = in_place_pairs(user)
+        self.pairs = in_place_pairs(user) if pairs is None else pairs
         self.fused: Computation | None = None
         """A loop or input fusion's computation."""
         self.elementwise_parameters: frozenset[int] | None = None
@@ -689,10 +696,10 @@ class _SharingFacts:
                 self.fused = called[0]
 
     @classmethod
-    def of(cls, user: Instruction, cache: dict | None) -> _SharingFacts:
+    def of(cls, user: Instruction, cache: dict | None, in_place: dict | None = None) -> _SharingFacts:
         facts = cache.get(user) if cache is not None else None
         if facts is None:
-            facts = cls(user)
+            facts = cls(user, in_place.get(user) if in_place is not None else None)
             if cache is not None:
                 cache[user] = facts
         return facts

@@ -314,10 +314,10 @@ def _analyze_memory(module, platform: str | None, alignment: int | None) -> Memo
     sharing_facts: dict = {}
 
     def may_share(operand_value: Value, user_value: Value) -> bool:
-        return can_share_operand_buffer(operand_value, user_value, sharing_facts)
+        return can_share_operand_buffer(operand_value, user_value, sharing_facts, df.in_place)
 
     def may_share_any(user: Instruction) -> bool:
-        return may_share_any_operand_buffer(user, sharing_facts)
+        return may_share_any_operand_buffer(user, sharing_facts, df.in_place)
 
     heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, may_share, may_share_any)
                               for space, vs in by_space.items()}

@@ -600,12 +600,11 @@ class _Body:
 
     def instructions(self) -> list[Instruction]:
         """The body's instructions, unlinked. A body as XLA prints it (one instruction per
-        line, no inline callee) is cut by one regex pass over its lines; anything else
-        goes through `lines()`."""
-        if not _has_inline_callee(self.source, self.start, self.end):
-            fast = self._instructions_by_line()
-            if fast is not None:
-                return fast
+        line) is cut by one regex pass over its lines; anything else goes through `lines()`.
+        Never a body with an inline callee: the parse reads those itself (`_Builder`)."""
+        fast = self._instructions_by_line()
+        if fast is not None:
+            return fast
         return [_split_instruction(t, ln, col) for t, ln, col in self.lines()]
 
     def _instructions_by_line(self) -> list[Instruction] | None:
@@ -684,9 +683,8 @@ class _Body:
 
     def peek(self) -> _Peek | None:
         """Single instructions of the body, each cut from its own line, without reading the
-        rest; None where only a whole read is exact (see `_Peek`)."""
-        if _has_inline_callee(self.source, self.start, self.end):
-            return None
+        rest; None where only a whole read is exact (see `_Peek`). An unread body holds no
+        inline callee (the parse reads such bodies at once): no need to look for one."""
         m = _ROOT_LINE.search(self.source, self.start, self.end)
         if m is None or _ROOT_LINE.search(self.source, m.end(), self.end) is not None:
             return None  # no ROOT, or two: the read reports it
