@@ -21,8 +21,8 @@ import itertools
 import operator
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import islice
-from operator import sub
+from itertools import compress, islice
+from operator import lt
 
 from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
 from .ir import Computation, Instruction
@@ -554,8 +554,7 @@ def _best_fit(groups: list[_Group], alignment: int,
         # starts S and all the ends E sorted each on its own, the holes of the union of the
         # ranges are exactly the non-empty [E[i], S[i + 1]) (and [0, S[0])): at any x in
         # one, as many ranges have ended as have begun.
-        # A fragmented heap has ~100 holes per query: they are measured and chosen by
-        # builtins, not visited one by one.
+        best_off = None
         if not lists:
             best_off = 0
         else:
@@ -569,13 +568,14 @@ def _best_fit(groups: list[_Group], alignment: int,
                 S, E = flat[0::2], flat[1::2]
                 S.sort()
                 E.sort()
-            gaps = list(map(sub, islice(S, 1, None), E))  # > 0 exactly for the holes
-            fit = min(filter(size.__le__, gaps), default=None)
-            if S[0] >= size and (fit is None or S[0] <= fit):
+            best_gap = S[0]
+            if best_gap >= size:
                 best_off = 0
-            elif fit is not None:
-                best_off = E[gaps.index(fit)]  # the first: the lowest offset
-            else:
+            for i in compress(range(len(E)), map(lt, E, islice(S, 1, None))):
+                gap = S[i + 1] - E[i]
+                if gap >= size and (best_off is None or gap < best_gap):
+                    best_off, best_gap = E[i], gap
+            if best_off is None:
                 best_off = E[-1]
         offsets[id(g)] = best_off * alignment
         x, y = best_off, best_off + size
