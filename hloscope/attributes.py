@@ -368,20 +368,23 @@ class Attributes(Mapping[str, str]):
                     raw.setdefault(key, value.strip())
                 self._tokens = ()
                 return raw
-        tail = self.tail
-        if not tail:
+        if not self.tail:
             return raw
-        search = _attribute_search()
-        pos = self._cut
-        while (m := search(tail, pos)) is not None:
-            pos = m.end()
-            key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
-            raw.setdefault(key, value.strip())  # XLA rejects a repeated name; the first counts
+        for key, value, end in self._uncut():
+            raw.setdefault(key, value)  # XLA rejects a repeated name; the first counts
             if key == name:
-                self._cut = pos
+                self._cut = end
                 return raw
         self.tail, self._cut = "", 0  # all cut
         return raw
+
+    def _uncut(self) -> Iterator[tuple[str, str, int]]:
+        """(name, value, where it ends) of each attribute of the tail not cut yet, in order."""
+        search, tail, pos = _attribute_search(), self.tail, self._cut
+        while (m := search(tail, pos)) is not None:
+            pos = m.end()
+            key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
+            yield key, value.strip(), pos
 
     @property
     def raw(self) -> dict[str, str]:
@@ -415,13 +418,9 @@ class Attributes(Mapping[str, str]):
             return self.get(name)
         if name + "=" not in tail:
             return None
-        search = _attribute_search()
-        pos = self._cut
-        while (m := search(tail, pos)) is not None:
-            pos = m.end()
-            key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
+        for key, value, _ in self._uncut():
             if key == name:  # the first after the cut; one before it would be in `raw`
-                return value.strip()
+                return value
         return None
 
     def __getitem__(self, name: str) -> str:

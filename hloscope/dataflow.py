@@ -21,8 +21,8 @@ the opcode table, `hloscope.opcodes.info(opcode)`.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 from . import opcodes
 from .ir import Computation, Instruction, Module

@@ -279,7 +279,10 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
     another. Its `operations()` (name, opcode, operands of each, nothing built) must be the
     read's too, and so must the parameters found used only elementwise from them. On every
     corpus and fixture body."""
-    from hloscope.dataflow import _elementwise_parameters_of, _transitive_uses_elementwise
+    from hloscope.dataflow import (
+        _elementwise_parameters_of,
+        _transitive_uses_elementwise,
+    )
 
     peeked = cut = operations_cut = 0
     for comp in _unread_computations():
