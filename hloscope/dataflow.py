@@ -405,10 +405,14 @@ def _resolve(v: Value) -> Value:
 _IN_PLACE_CALLS = tuple(f"{op}(" for op in opcodes.all_known() if opcodes.info(op).in_place_operand is not None)
 
 
-def _fusion_in_place_operands(inst: Instruction) -> list[tuple[tuple, int, tuple]]:
+def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
     """(output_index, operand, operand_index) pairs a fusion updates in place: its root (or a
     root tuple element) is a dynamic-update-slice or scatter of one of its parameters."""
     called = inst.called_computations
+    if called and facts is not None:
+        known = facts.in_place(inst)
+        if known is not None:
+            return known
     if not called or not called[0].may_mention(_IN_PLACE_CALLS):
         return []  # an unread body with no in-place op in its text: no need to read it
     peek = called[0].peek()
@@ -447,8 +451,9 @@ def _in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | N
     return out
 
 
-def in_place_pairs(inst: Instruction) -> list[tuple[tuple, int, tuple]]:
-    """XLA GetInPlaceInputOutputPairs: (output_index, operand, operand_index) sharing memory."""
+def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
+    """XLA GetInPlaceInputOutputPairs: (output_index, operand, operand_index) sharing memory.
+    `facts`: what a child found of fused computations already (`FusedFacts`)."""
     aliasing = inst.attributes.decoded("output_to_operand_aliasing") if "output_to_operand_aliasing" in inst.attributes else None
     if aliasing:
         return [(a.output_index, a.operand, a.operand_index) for a in aliasing]
@@ -456,12 +461,13 @@ def in_place_pairs(inst: Instruction) -> list[tuple[tuple, int, tuple]]:
     if k is not None:
         return [((), k, ())]
     if inst.opcode == "fusion":
-        return _fusion_in_place_operands(inst)
+        return _fusion_in_place_operands(inst, facts)
     return []
 
 
-def analyze_dataflow(module: Module) -> Dataflow:
-    """Values, positions, uses and buffers of `module` (entry and the computations it runs)."""
+def analyze_dataflow(module: Module, facts: FusedFacts | None = None) -> Dataflow:
+    """Values, positions, uses and buffers of `module` (entry and the computations it runs).
+    `facts`: fused computations' in-place pairs a child is finding meanwhile (`FusedFacts`)."""
     import gc
 
     # Hundreds of thousands of small objects: the cyclic collector would rescan the parsed
@@ -469,13 +475,13 @@ def analyze_dataflow(module: Module) -> Dataflow:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _analyze_dataflow(module)
+        return _analyze_dataflow(module, facts)
     finally:
         if enabled:
             gc.enable()
 
 
-def _analyze_dataflow(module: Module) -> Dataflow:
+def _analyze_dataflow(module: Module, facts: FusedFacts | None) -> Dataflow:
     b = _Builder(module)
     b.run_computation(module.entry, None)
 
@@ -522,7 +528,7 @@ def _analyze_dataflow(module: Module) -> Dataflow:
     in_place = {}
     for inst in b.in_place:
         vs = sets[inst]
-        pairs = in_place[inst] = in_place_pairs(inst)
+        pairs = in_place[inst] = in_place_pairs(inst, facts)
         for oi, k, pi in pairs:
             if k < len(inst.operands):
                 a = vs.get(oi)
@@ -571,11 +577,14 @@ _value_id = operator.attrgetter("id")
 _instruction_of = operator.attrgetter("instruction")
 
 
-def _elementwise_parameters(comp: Computation) -> frozenset[int]:
+def _elementwise_parameters(comp: Computation, facts: FusedFacts | None = None) -> frozenset[int]:
     """Numbers of the parameters of a fused computation that every transitive user reads
     element by element (`_transitive_uses_elementwise`). An unread body is not read for it:
     its operations alone are cut from the text (`parser._Peek.operations`), which costs a
     fraction of a read and keeps nothing, for the many bodies this is the only question about."""
+    known = facts.elementwise(comp) if facts is not None else None
+    if known is not None:
+        return known
     peek = comp.peek()
     operations = peek.operations() if peek is not None else None
     if operations is not None:
@@ -632,29 +641,30 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
 
 
 def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None,
-                             in_place: dict | None = None) -> bool:
+                             in_place: dict | None = None, facts: FusedFacts | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?
 
     `cache` (a dict the caller keeps for one module) holds what is worked out once per user
     instruction: asked about many operands of one fusion, the answers come without redoing it.
-    `in_place`: `Dataflow.in_place`, the in-place pairs found already."""
+    `in_place`: `Dataflow.in_place`, the in-place pairs found already; `facts`: what a child
+    found of fused computations (`FusedFacts`)."""
     operand, user = operand_value.instruction, user_value.instruction
     if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
         return False
-    facts = _SharingFacts.of(user, cache, in_place)
-    k = facts.operand_number.get(operand)
+    user_facts = _SharingFacts.of(user, cache, in_place)
+    k = user_facts.operand_number.get(operand)
     if k is None:
         return False
-    for oi, n, pi in facts.pairs:
+    for oi, n, pi in user_facts.pairs:
         if oi == user_value.index:
             return (n, pi) == (k, operand_value.index)
     if user.opcode == "fusion":
-        if facts.fused is None:
+        if user_facts.fused is None:
             return False
-        if facts.elementwise_parameters is None:
-            facts.elementwise_parameters = _elementwise_parameters(facts.fused)
-        return k in facts.elementwise_parameters
+        if user_facts.elementwise_parameters is None:
+            user_facts.elementwise_parameters = _elementwise_parameters(user_facts.fused, facts)
+        return k in user_facts.elementwise_parameters
     return user.info.elementwise
 
 
@@ -703,6 +713,81 @@ class _SharingFacts:
             if cache is not None:
                 cache[user] = facts
         return facts
+
+
+FUSED_FACTS_MIN_COMPUTATIONS = 5000
+"""From this many computations on, a memory analysis has a child work out fused
+computations' facts meanwhile (`FusedFacts`): a fork costs milliseconds, the facts of
+thousands of fusions a good part of a second."""
+
+
+class FusedFacts:
+    """What a memory analysis asks of fused computations: in-place pairs (asked while the
+    dataflow is built, `_fusion_in_place_operands`) and elementwise parameters (asked by the
+    heap replay, `_elementwise_parameters`), worked out by a forked child while the parent
+    builds values. Each kind comes as one message, received when first asked for. Only what
+    is not empty travels, by the fusion's place in the schedule, which both processes share:
+    a message of names would cost the parent MB. What the child did not answer is worked out
+    by the asker, so answers never depend on the child."""
+
+    __slots__ = ("_child", "_covered", "_elementwise", "_fusions", "_in_place")
+
+    def __init__(self, child, fusions: list[Instruction]):
+        self._child = child
+        self._fusions = fusions
+        self._covered = {inst.computation for inst in fusions}
+        self._in_place: dict[Instruction, list] | None = None
+        self._elementwise: dict[Computation, tuple[int, ...]] | None = None
+
+    @classmethod
+    def start(cls, scheduled: list[Instruction]) -> FusedFacts | None:
+        """A child at work on the fusions among `scheduled`, or None (no child to be had)."""
+        from .parallel import in_child_sending
+
+        fusions = [inst for inst in scheduled if inst.opcode == "fusion" and inst.called_computations]
+        child = in_child_sending(_send_fused_facts, fusions) if fusions else None
+        return cls(child, fusions) if child is not None else None
+
+    def _receive_in_place(self) -> dict[Instruction, list]:
+        if self._in_place is None:
+            found = self._child.receive() or {}
+            self._in_place = {self._fusions[i]: list(pairs) for i, pairs in found.items()}
+        return self._in_place
+
+    def in_place(self, fusion: Instruction) -> list | None:
+        """`_fusion_in_place_operands(fusion)`, or None where the child did not look."""
+        pairs = self._receive_in_place().get(fusion)
+        if pairs is None and fusion.computation in self._covered:
+            return []
+        return pairs
+
+    def elementwise(self, comp: Computation) -> frozenset[int] | None:
+        """`_elementwise_parameters(comp)`, or None where the child did not look."""
+        if self._elementwise is None:
+            self._receive_in_place()  # the messages come in this order
+            found = self._child.receive() or {}
+            self._child.cancel()
+            self._elementwise = {self._fusions[i].called_computations[0]: params for i, params in found.items()}
+        params = self._elementwise.get(comp)
+        return None if params is None else frozenset(params)
+
+    def close(self) -> None:
+        self._child.cancel()
+
+
+def _send_fused_facts(send, fusions: list[Instruction]) -> None:
+    """In the child: the in-place pairs of every fusion, then the elementwise parameters of
+    the computation of every loop or input fusion that may share an operand's buffer (one of
+    its operands is shaped as one of its outputs), each by the fusion's place in `fusions`."""
+    send({i: tuple(pairs) for i, inst in enumerate(fusions) if (pairs := _fusion_in_place_operands(inst))})
+    elementwise = {}
+    for i, inst in enumerate(fusions):
+        if inst.attributes.uncached("kind") not in ("kLoop", "kInput"):
+            continue
+        outputs = {sub for _, sub in inst.shape.subshapes()}
+        if any(o.shape in outputs for o in inst.operands):
+            elementwise[i] = tuple(sorted(_elementwise_parameters(inst.called_computations[0])))
+    send(elementwise)
 
 
 _CONTROL_FLOW = frozenset({"while", "call", "conditional"})

@@ -12,7 +12,9 @@ from typing import Any
 
 from . import cache
 from .dataflow import (
+    FUSED_FACTS_MIN_COMPUTATIONS,
     Dataflow,
+    FusedFacts,
     Value,
     analyze_dataflow,
     can_share_operand_buffer,
@@ -286,9 +288,22 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
 
 
 def _analyze_memory(module, platform: str | None, alignment: int | None) -> MemoryAnalysis:
+    facts = None
+    if len(module.computations) >= FUSED_FACTS_MIN_COMPUTATIONS:
+        # The scheduled bodies read first: the child then has them too.
+        facts = FusedFacts.start(list(_scheduled_instructions(module)))
+    try:
+        return _analyze_memory_with(module, platform, alignment, facts)
+    finally:
+        if facts is not None:
+            facts.close()
+
+
+def _analyze_memory_with(module, platform: str | None, alignment: int | None,
+                         facts: FusedFacts | None) -> MemoryAnalysis:
     platform = platform or detect_platform(module)
     alignment = alignment or ALIGNMENT.get(platform, 1)
-    df = analyze_dataflow(module)
+    df = analyze_dataflow(module, facts)
     live = compute_live_ranges(df)
 
     entry = module.entry
@@ -314,7 +329,7 @@ def _analyze_memory(module, platform: str | None, alignment: int | None) -> Memo
     sharing_facts: dict = {}
 
     def may_share(operand_value: Value, user_value: Value) -> bool:
-        return can_share_operand_buffer(operand_value, user_value, sharing_facts, df.in_place)
+        return can_share_operand_buffer(operand_value, user_value, sharing_facts, df.in_place, facts)
 
     def may_share_any(user: Instruction) -> bool:
         return may_share_any_operand_buffer(user, sharing_facts, df.in_place)

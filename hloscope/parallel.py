@@ -1,11 +1,13 @@
-"""Work done by a forked child meanwhile: the second half of a large text's lazy parse, and
-the second of the heap's two packing orders.
+"""Work done by a forked child meanwhile: the second half of a large text's lazy parse, the
+facts of fused computations a memory analysis will ask for, and the second of the heap's
+two packing orders.
 
 `in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
-waits for what `fn` returns (plain data, sent back with marshal over a pipe), or None where
-forking is not possible or not wanted: not Linux, threads running (`fork` copies only the
-caller's), one usable CPU, or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so
-results never depend on whether a child ran.
+waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
+also send several messages, `in_child_sending`), or None where forking is not possible or
+not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU,
+or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
+whether a child ran.
 
 A lazy parse leaves each computation as an outline (its name, header and where its body
 lies in the text), so what the parse child finds is small to send back: a few numbers and
@@ -51,34 +53,59 @@ def can_fork() -> bool:
 
 
 class Child:
-    """A forked child at work: `result()` waits for what it sends back (None if it failed);
-    `cancel()` stops it when its answer is no longer needed."""
+    """A forked child at work, sending messages: `receive()` waits for the next one (None
+    once the child has ended or failed); `result()` takes the first and lets the child go;
+    `cancel()` stops it when nothing more it sends is needed."""
 
-    __slots__ = ("pid", "read_fd")
+    __slots__ = ("pid", "stream")
 
     def __init__(self, pid: int, read_fd: int):
-        self.pid, self.read_fd = pid, read_fd
+        self.pid, self.stream = pid, os.fdopen(read_fd, "rb")
+
+    def receive(self) -> Any:
+        stream = self.stream
+        if stream.closed:
+            return None
+        try:
+            head = stream.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            data = stream.read(size) if size >= 0 else b""
+            if len(data) == size:
+                return marshal.loads(data)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        self.cancel()  # ended, failed or sent garbage: nothing more comes
+        return None
 
     def result(self) -> Any:
-        with os.fdopen(self.read_fd, "rb") as f:
-            data = f.read()
-        os.waitpid(self.pid, 0)
-        try:
-            return marshal.loads(data) if data else None
-        except (EOFError, ValueError, TypeError):
-            return None
+        message = self.receive()
+        self.cancel()
+        return message
 
     def cancel(self) -> None:
+        if self.stream.closed:
+            return
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
             pass
-        os.close(self.read_fd)
+        self.stream.close()
         os.waitpid(self.pid, 0)
 
 
 def in_child(fn: Callable[..., Any], *args: Any) -> Child | None:
-    """Start `fn(*args)` in a forked child (see `Child`); None where no child was started."""
+    """Start `fn(*args)` in a forked child, which sends back what it returns (see `Child`);
+    None where no child was started."""
+    return in_child_sending(_send_result, fn, *args)
+
+
+def _send_result(send: Callable[[Any], None], fn: Callable[..., Any], *args: Any) -> None:
+    send(fn(*args))
+
+
+def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
+    """Start `fn(send, *args)` in a forked child: each `send(message)` (plain data) reaches
+    the parent's `Child.receive()` in turn. None where no child was started."""
     if not can_fork():
         return None
     read_fd, write_fd = os.pipe()
@@ -91,12 +118,15 @@ def in_child(fn: Callable[..., Any], *args: Any) -> Child | None:
     if pid == 0:  # the child: compute, send, leave at once (no atexit, no finally of the caller)
         os.close(read_fd)
         try:
-            data = marshal.dumps(fn(*args))
-        except BaseException:  # noqa: BLE001 - whatever it is, the parent does the work itself
-            data = marshal.dumps(None)
-        try:
-            with os.fdopen(write_fd, "wb") as f:
-                f.write(data)
+            with os.fdopen(write_fd, "wb") as out:
+                def send(message: Any) -> None:
+                    data = marshal.dumps(message)
+                    out.write(len(data).to_bytes(8, "little") + data)
+                    out.flush()
+
+                fn(send, *args)
+        except BaseException:  # noqa: BLE001, S110 - the parent gets no more messages and does the work itself
+            pass
         finally:
             os._exit(0)
     os.close(write_fd)

@@ -135,3 +135,50 @@ def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypa
     cancelled, waited = _spy(monkeypatch, parallel.Child, "cancel"), _spy(monkeypatch, parallel.Child, "result")
     assert analyze_memory(hloscope.parse(SMALL)) == expected
     assert len(cancelled) == 1 and not waited
+
+
+@pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_scan_layers", "gpu_hsdp_accum2", "tpu_hsdp_accum1"])
+def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name):
+    """A child works out the fusions' in-place pairs and elementwise parameters while the
+    memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
+    fusion's place in the schedule, must be the one the parent would work out itself."""
+    from hloscope.dataflow import (
+        FusedFacts,
+        _elementwise_parameters,
+        _fusion_in_place_operands,
+    )
+    from hloscope.memory import _scheduled_instructions
+
+    module = hloscope.load(FIXTURES / name / "module.hlo.txt")
+    scheduled = list(_scheduled_instructions(module))
+    facts = FusedFacts.start(scheduled)
+    assert facts is not None
+    try:
+        fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
+        assert fusions
+        for inst in fusions:
+            assert facts.in_place(inst) == _fusion_in_place_operands(inst), inst.name
+        answered = 0
+        for inst in fusions:
+            comp = inst.called_computations[0]
+            found = facts.elementwise(comp)
+            if found is not None:
+                answered += 1
+                assert found == _elementwise_parameters(comp), comp.name
+        assert answered
+    finally:
+        facts.close()
+
+
+def test_memory_with_a_fused_facts_child_is_the_same(monkeypatch):
+    from hloscope import memory
+
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = memory.analyze_memory(hloscope.load(path))
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setattr(memory, "FUSED_FACTS_MIN_COMPUTATIONS", 0)
+    started = _spy(monkeypatch, memory.FusedFacts, "start")
+    assert memory.analyze_memory(hloscope.load(path)) == expected
+    assert started and started[0] is not None
