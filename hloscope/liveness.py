@@ -407,6 +407,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             g.span = min(map(_first, events)) - max(map(_second, events))
     # What the replay needed and the packing does not: let the packing reuse its memory.
     del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
+    del may_share, may_share_any
 
     # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
@@ -415,6 +416,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             delta[s] += g.size
             delta[e + 1] -= g.size
     timeline = list(itertools.accumulate(delta[:end_step + 1]))
+    del delta
     max_live = max(timeline) if timeline else 0
     max_live_at = timeline.index(max_live) if timeline else 0
 

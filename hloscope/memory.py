@@ -262,6 +262,22 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
     return taken
 
 
+class _Sharing:
+    """Which values may take an operand's buffer, for one heap replay: the answers per user
+    instruction are kept while it runs (see `can_share_operand_buffer`)."""
+
+    __slots__ = ("cache", "dataflow", "facts")
+
+    def __init__(self, dataflow: Dataflow, facts):
+        self.dataflow, self.facts, self.cache = dataflow, facts, {}
+
+    def may_share(self, operand_value: Value, user_value: Value) -> bool:
+        return can_share_operand_buffer(operand_value, user_value, self.cache, self.dataflow.in_place, self.facts)
+
+    def may_share_any(self, user: Instruction) -> bool:
+        return may_share_any_operand_buffer(user, self.cache, self.dataflow.in_place)
+
+
 @cache.memoized("memory", (MemoryAnalysis, LiveBuffer))
 def analyze_memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
     """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`.
@@ -326,16 +342,13 @@ def _analyze_memory_with(module, platform: str | None, alignment: int | None,
             continue
         for v in df.buffers[b]:
             by_space.setdefault(v.shape.memory_space, []).append(v)
-    sharing_facts: dict = {}
-
-    def may_share(operand_value: Value, user_value: Value) -> bool:
-        return can_share_operand_buffer(operand_value, user_value, sharing_facts, df.in_place, facts)
-
-    def may_share_any(user: Instruction) -> bool:
-        return may_share_any_operand_buffer(user, sharing_facts, df.in_place)
-
-    heaps: dict[int, Heap] = {space: simulate_heap(df, live, vs, alignment, may_share, may_share_any)
-                              for space, vs in by_space.items()}
+    heaps: dict[int, Heap] = {}
+    for space, vs in by_space.items():
+        # Passed on, not kept here: the heap lets its answers go once the replay is done,
+        # before packing, the analysis' peak.
+        sharing = _Sharing(df, facts)
+        heaps[space] = simulate_heap(df, live, vs, alignment, sharing.may_share, sharing.may_share_any)
+        del sharing
     heap = heaps.get(0)
     steps = live.schedule.steps
     if heap is None:
