@@ -41,7 +41,7 @@ def _byte_size(shape) -> int:
 
 class _OneValue:
     """The value set of an output holding one array value, defined there (most outputs):
-    read as the dict `{(): value}` is, at a fifth of its size."""
+    read as the dict `{(): value}` is, at a fraction of its size."""
 
     __slots__ = ("value",)
 

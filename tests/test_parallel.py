@@ -137,11 +137,13 @@ def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypa
     assert len(cancelled) == 1 and not waited
 
 
+@pytest.mark.parametrize("lazy", [True, False], ids=["unread bodies", "read bodies"])
 @pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_scan_layers", "gpu_hsdp_accum2", "tpu_hsdp_accum1"])
-def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name):
+def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monkeypatch):
     """A child works out the fusions' in-place pairs and elementwise parameters while the
     memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
-    fusion's place in the schedule, must be the one the parent would work out itself."""
+    fusion's place in the schedule, must be the one the parent would work out itself, from
+    unread bodies (as the command line has them) and from read ones."""
     from hloscope.dataflow import (
         FusedFacts,
         _elementwise_parameters,
@@ -149,7 +151,8 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name):
     )
     from hloscope.memory import _scheduled_instructions
 
-    module = hloscope.load(FIXTURES / name / "module.hlo.txt")
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    module = hloscope.load(FIXTURES / name / "module.hlo.txt", lazy=lazy)
     scheduled = list(_scheduled_instructions(module))
     facts = FusedFacts.start(scheduled)
     assert facts is not None
@@ -176,9 +179,9 @@ def test_memory_with_a_fused_facts_child_is_the_same(monkeypatch):
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
     monkeypatch.setenv("HLOSCOPE_JOBS", "1")
-    expected = memory.analyze_memory(hloscope.load(path))
+    expected = memory.analyze_memory(hloscope.load(path, lazy=True))
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setattr(memory, "FUSED_FACTS_MIN_COMPUTATIONS", 0)
     started = _spy(monkeypatch, memory.FusedFacts, "start")
-    assert memory.analyze_memory(hloscope.load(path)) == expected
+    assert memory.analyze_memory(hloscope.load(path, lazy=True)) == expected
     assert started and started[0] is not None
