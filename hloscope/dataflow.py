@@ -683,6 +683,11 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     return user.info.elementwise
 
 
+def _is_loop_or_input_fusion(inst: Instruction) -> bool:
+    """A fusion whose output XLA may write over an operand read element by element."""
+    return inst.opcode == "fusion" and inst.attributes.uncached("kind") in ("kLoop", "kInput")
+
+
 class _SharingFacts:
     """What `can_share_operand_buffer` reads of a user instruction, worked out once."""
 
@@ -700,7 +705,7 @@ class _SharingFacts:
         """A loop or input fusion's computation."""
         self.elementwise_parameters: frozenset[int] | None = None
         """Worked out on the first question about an operand (`_elementwise_parameters`)."""
-        if user.opcode == "fusion" and user.attributes.uncached("kind") in ("kLoop", "kInput"):
+        if _is_loop_or_input_fusion(user):
             called = user.called_computations
             if called:
                 self.fused = called[0]
@@ -782,7 +787,7 @@ def _send_fused_facts(send, fusions: list[Instruction]) -> None:
     send({i: tuple(pairs) for i, inst in enumerate(fusions) if (pairs := _fusion_in_place_operands(inst))})
     elementwise = {}
     for i, inst in enumerate(fusions):
-        if inst.attributes.uncached("kind") not in ("kLoop", "kInput"):
+        if not _is_loop_or_input_fusion(inst):
             continue
         outputs = {sub for _, sub in inst.shape.subshapes()}
         if any(o.shape in outputs for o in inst.operands):
