@@ -1177,16 +1177,26 @@ def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
     return parse_all(text, filename, lazy)[0]
 
 
-def read_text(path: str) -> str:
-    """A file's text, plain or gzipped (decoded as it is read: the bytes are never all held
-    beside the text)."""
+def read_bytes(path: str) -> bytes:
+    """A file's bytes, gunzipped when it ends in `.gz`."""
     if path.endswith(".gz"):
         import gzip
 
-        with gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="") as f:
+        with gzip.open(path, "rb") as f:
             return f.read()
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+    with open(path, "rb") as f:
         return f.read()
+
+
+def decode_text(data: bytes) -> str:
+    """HLO text from a file's bytes: UTF-8, a malformed byte read as U+FFFD, newlines kept
+    as written."""
+    return data.decode("utf-8", errors="replace")
+
+
+def read_text(path: str) -> str:
+    """A file's text, plain or gzipped."""
+    return decode_text(read_bytes(path))
 
 
 def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
@@ -1199,8 +1209,11 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     from . import cache
 
     path = os.fspath(path)
-    text = read_text(path)
-    key = cache.digest(text) if cache.enabled() else None
+    data = read_bytes(path)
+    # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
+    key = cache.digest_bytes(data) if cache.enabled() else None
+    text = decode_text(data)
+    del data
     if lazy and key is not None:
         modules = cache.lookup(text, path, key)
         if modules is not None:

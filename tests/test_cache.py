@@ -33,6 +33,22 @@ def test_second_load_comes_from_the_cache_and_is_the_same(name, cache_home):
     assert second[0].collectives().to_dict() == first[0].collectives().to_dict()
 
 
+def test_the_key_is_the_texts_hash_whether_read_plain_or_gzipped(cache_home, tmp_path):
+    import gzip
+
+    path = FIXTURES / "cpu_fsdp" / "module.hlo.txt"
+    packed = tmp_path / "module.hlo.txt.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    plain = hloscope.load_all(path, lazy=True)
+    (entry,) = cache_home.glob("*.json")
+    assert entry.stem == cache.digest(path.read_text(encoding="utf-8"))
+    assert plain[0].cache_key == f"{entry.stem}-0"
+    unpacked = hloscope.load_all(packed, lazy=True)
+    assert list(cache_home.glob("*.json")) == [entry]  # found under the same key
+    assert not any(c.is_read for c in unpacked[0].computations)
+    assert _outline(unpacked[0]) == _outline(plain[0])
+
+
 def test_cache_can_be_turned_off(cache_home, monkeypatch):
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)
