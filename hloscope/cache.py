@@ -163,10 +163,25 @@ def store(text: str, modules, key: str | None = None) -> None:
     directory = private_dir("modules")
     if directory is None:
         return
-    _write(os.path.join(directory, f"{key or digest(text)}.json"), [_outline(m) for m in modules], KEEP)
+    path = os.path.join(directory, f"{key or digest(text)}.json")
+    if len(text) >= BACKGROUND_MIN_CHARS:
+        from . import parallel
+
+        # The command goes on with the module while a child writes (a copy of) its outline.
+        if parallel.in_background(_write_outlines, path, modules):
+            return
+    _write_outlines(path, modules)
     # The encoder's buffers were freed into the C heap, where only large allocations would
     # reuse them: several MB per 20 MB of text stay resident otherwise (see hloscope.malloc).
     malloc.trim()
+
+
+BACKGROUND_MIN_CHARS = 16 << 20
+"""From this size of text on, the outline is written by a child process (~0.3 s for 100 MB)."""
+
+
+def _write_outlines(path: str, modules) -> None:
+    _write(path, [_outline(m) for m in modules], KEEP)
 
 
 def attach(modules, key: str) -> None:

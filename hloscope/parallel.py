@@ -1,6 +1,6 @@
 """Work done by a forked child meanwhile: the second half of a large text's lazy parse, the
-facts of fused computations a memory analysis will ask for, and the second of the heap's
-two packing orders.
+facts of fused computations a memory analysis will ask for, the second of the heap's two
+packing orders, and writing a large text's outline into the cache.
 
 `in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
 waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
@@ -22,6 +22,7 @@ a syntax error on either side, or a failed child.
 
 from __future__ import annotations
 
+import atexit
 import marshal
 import os
 import re
@@ -131,6 +132,41 @@ def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
             os._exit(0)
     os.close(write_fd)
     return Child(pid, read_fd)
+
+
+_background: list[int] = []
+
+
+def in_background(fn: Callable[..., Any], *args: Any) -> bool:
+    """Start `fn(*args)` in a forked child and return at once, False where no child was
+    started (the caller then does the work itself). The child is waited for when this
+    process exits (`wait_for_background`): what it writes is there for the next one."""
+    if not can_fork():
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:
+        try:
+            fn(*args)
+        except BaseException:  # noqa: BLE001, S110 - nothing to report to: the work is optional
+            pass
+        finally:
+            os._exit(0)
+    if not _background:
+        atexit.register(wait_for_background)
+    _background.append(pid)
+    return True
+
+
+def wait_for_background() -> None:
+    """Wait for every child `in_background` started."""
+    while _background:
+        try:
+            os.waitpid(_background.pop(), 0)
+        except ChildProcessError:
+            pass
 
 
 def parse_lazily_in_two(text: str, filename: str, progress=None):

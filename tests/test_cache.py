@@ -49,6 +49,24 @@ def test_the_key_is_the_texts_hash_whether_read_plain_or_gzipped(cache_home, tmp
     assert _outline(unpacked[0]) == _outline(plain[0])
 
 
+def test_a_large_texts_outline_is_written_by_a_child(cache_home, monkeypatch):
+    from hloscope import parallel
+
+    monkeypatch.setattr(cache, "BACKGROUND_MIN_CHARS", 0)
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    started = []
+    start = parallel.in_background
+    monkeypatch.setattr(parallel, "in_background", lambda *args: started.append(start(*args)) or started[-1])
+    path = FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt"
+    first = hloscope.load_all(path, lazy=True)
+    assert started == [True]  # a child was started to write it
+    parallel.wait_for_background()
+    assert len(list(cache_home.glob("*.json"))) == 1
+    second = hloscope.load_all(path, lazy=True)
+    assert not any(c.is_read for c in second[0].computations)
+    assert _outline(second[0]) == _outline(first[0]) == _outline(hloscope.load(path))
+
+
 def test_cache_can_be_turned_off(cache_home, monkeypatch):
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)
