@@ -975,6 +975,11 @@ class _SequentialIds:
 
 def _uniquify_computation_names(comps) -> None:
     """Rename computations whose names repeat (inline ones are all `_`), as XLA does."""
+    names = [c.name for c in comps]
+    if len(set(names)) == len(names) and not any(".0" in n and _ZERO_SUFFIX.search(n) for n in names):
+        # Distinct names meet in the uniquer only through a zero-led suffix (`x`, `x.0`;
+        # `x.1`, `x.01`), which it also rewrites (`x.00` is `x.0`): without one, it keeps all.
+        return
     uniquer = _NameUniquer()
     for comp in comps:
         comp.name = uniquer.unique(comp.name)

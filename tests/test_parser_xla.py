@@ -123,3 +123,21 @@ def test_every_accepted_corpus_module_parses():
             except hloscope.HloSyntaxError as e:
                 failures.append(f"{row['path']}: {e.format().splitlines()[0]}")
     assert not failures, "\n".join(failures[:20])
+
+
+def _module_calling(names: list[str]) -> str:
+    bodies = "".join(f"{n} {{\n  x = f32[] parameter(0)\n  ROOT y = f32[] negate(x)\n}}\n" for n in names)
+    calls = "".join(f"  c{i} = f32[] call(p), to_apply={n}\n" for i, n in enumerate(names))
+    results = ", ".join(f"c{i}" for i in range(len(names)))
+    shapes = ", ".join("f32[]" for _ in names)
+    return (f"HloModule m\n{bodies}ENTRY main {{\n  p = f32[] parameter(0)\n{calls}"
+            f"  ROOT t = ({shapes}) tuple({results})\n}}\n")
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("names", [["f", "g.1", "h.2"], ["f", "f.0"], ["g.00"], ["h.1", "h.01"], ["a.0", "a"],
+                                   ["k.0"], ["main.0", "z"]])
+def test_computation_names_are_made_unique_as_xla_does(names):
+    """Names as written, and names that meet in XLA's uniquer through a zero-led suffix."""
+    needs_xla()
+    assert _first_difference(_module_calling(names)) is None
