@@ -477,6 +477,10 @@ def _packed_in_order(groups: list[_Group], key, alignment: int) -> tuple[int, li
 
 
 def _merge(intervals):
+    """Closed intervals, overlapping or adjacent ones joined, in order (not to be mutated:
+    a lone interval comes back in the list it came in, as most groups have one)."""
+    if len(intervals) == 1:
+        return intervals
     out = []
     for s, e in sorted(intervals):
         if out and s <= out[-1][1] + 1:
