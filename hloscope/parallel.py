@@ -177,15 +177,15 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
     second_half = in_child(_outline_of_second_half, text, split)
     if second_half is None:
         return None
-    first_facts: dict = {}
+    first_facts = None
     try:
         first = _first_half(text, split, filename, progress)
         if first is not None:
             # While the child may still be at work: what the join's rename check reads of
             # this half.
-            from .parser import name_facts
+            from .parser import NameFacts
 
-            first_facts = {id(c): name_facts(c) for c in first.computations}
+            first_facts = NameFacts.of(first.computations)
     finally:
         second = second_half.result()
     if first is None or second is None:
@@ -221,8 +221,9 @@ def _first_half(text: str, split: int, filename: str, progress):
 
 def _outline_of_second_half(text: str, split: int):
     """Per computation of `text[split:]`: name, entry flag, line, signature, attribute texts,
-    body span and line/column in the whole text, and its name_facts; None if not outlines."""
-    from .parser import name_facts, parse_part
+    body span and line/column in the whole text; then the half's `NameFacts`. None if not
+    outlines."""
+    from .parser import NameFacts, parse_part
 
     chunk = text[split:]
     comps = parse_part(chunk, lazy=True, start="computations")
@@ -232,27 +233,23 @@ def _outline_of_second_half(text: str, split: int):
         body = c._body
         if body is None or not isinstance(c.signature, str) or c.text_name != c.name:
             return None
-        names, wrapped = name_facts(c)
         out.append((c.name, c.is_entry, c.line + lines_before, c.signature,
                     [f", {k}={v}" for k, v in c.attributes.raw.items()],
-                    body.start + split, body.end + split, body.line + lines_before, body.column,
-                    names, wrapped))
-    return out
+                    body.start + split, body.end + split, body.line + lines_before, body.column))
+    return out, NameFacts.of(comps).plain()
 
 
-def _join(first, second, text: str, filename: str, first_facts: dict):
+def _join(first, second, text: str, filename: str, first_facts):
     from .attributes import Attributes
-    from .parser import _Body, finish_module
+    from .parser import NameFacts, _Body, finish_module
 
-    comps, known = [], dict(first_facts)
-    for (name, is_entry, line, signature, attributes, start, end, body_line, body_column,
-         names, wrapped) in second:
-        comp = Computation(name, None, is_entry, None, Attributes(attributes), line, signature,
-                           body=_Body(text, start, end, body_line, body_column))
-        comps.append(comp)
-        known[id(comp)] = (names, wrapped)
+    outlines, second_facts = second
+    comps = []
+    for name, is_entry, line, signature, attributes, start, end, body_line, body_column in outlines:
+        comps.append(Computation(name, None, is_entry, None, Attributes(attributes), line, signature,
+                                 body=_Body(text, start, end, body_line, body_column)))
     try:
-        module = finish_module(first, comps, known)
+        module = finish_module(first, comps, [first_facts, NameFacts(*second_facts)])
     except HloSyntaxError as e:
         # Checks across the halves (a repeated computation name, two entries) as the
         # sequential parse words them, with the line shown.

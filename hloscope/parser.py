@@ -378,9 +378,9 @@ class Unfinished(NamedTuple):
     tables: dict
 
 
-def finish_module(part: Unfinished, more: list, known: dict | None = None) -> Module:
-    """The module of `part` with the computations `more` after its own; `known`: name_facts
-    of some of them (by id), found already."""
+def finish_module(part: Unfinished, more: list, known: list[NameFacts] | None = None) -> Module:
+    """The module of `part` with the computations `more` after its own; `known`: the names
+    of all its computations, in runs (`NameFacts`), found already."""
     return _finish_module(part.name, part.attr_tokens, part.computations + more, part.tables, known)
 
 
@@ -872,7 +872,7 @@ def _check_control_predecessors(inst, by_name) -> None:
             raise HloSyntaxError(f"instruction '{ref}' is not defined", token.line, token.column + max(k, 0))
 
 
-def _finish_module(name, attr_tokens, comps, tables, known: dict | None = None) -> Module:
+def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None) -> Module:
     seen: set[str] = set()
     entry = None
     for comp in comps:
@@ -890,10 +890,10 @@ def _finish_module(name, attr_tokens, comps, tables, known: dict | None = None) 
     for token in attr_tokens:
         _check_module_attribute(token)
     _uniquify_computation_names(comps)
-    if any(not c.is_read for c in comps) and _renames_needed(comps, known):
+    if any(not c.is_read for c in comps) and _renames_needed(known or [NameFacts.of(comps)]):
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
-    if all(c.is_read for c in comps) and _renames_needed(comps):
+    if all(c.is_read for c in comps) and _renames_needed([NameFacts.of(comps)]):
         _uniquify_instruction_names(comps)
     if name is None:
         # XLA names a module read without a header after its entry computation.
@@ -1000,35 +1000,70 @@ def name_facts(comp) -> tuple[list[str], list[str]]:
     return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
 
 
-def _renames_needed(comps, known: dict | None = None) -> bool:
+class NameFacts:
+    """What `_renames_needed` reads of a run of computations: their instruction names, whether
+    one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
+    sugar. The two halves of a parallel parse each find theirs (`plain()` crosses processes)."""
+
+    __slots__ = ("names", "repeats", "zero_led", "wrapped", "_distinct")
+
+    def __init__(self, names: list[str], repeats: bool | None = None, zero_led: list[str] | None = None,
+                 wrapped=()):
+        self.names = names
+        self._distinct: set[str] | None = None
+        self.repeats = len(self.distinct) != len(names) if repeats is None else repeats
+        self.zero_led = ([n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
+                         if zero_led is None else zero_led)
+        self.wrapped = set(wrapped)
+
+    @classmethod
+    def of(cls, comps) -> "NameFacts":
+        names: list[str] = []
+        wrapped: set[str] = set()
+        for comp in comps:
+            comp_names, comp_wrapped = name_facts(comp)
+            names += comp_names
+            wrapped.update(comp_wrapped)
+        return cls(names, wrapped=wrapped)
+
+    @property
+    def distinct(self) -> set[str]:
+        if self._distinct is None:
+            self._distinct = set(self.names)
+        return self._distinct
+
+    def plain(self) -> tuple:
+        return self.names, self.repeats, self.zero_led, sorted(self.wrapped)
+
+
+def _renames_needed(parts: list[NameFacts]) -> bool:
     """Whether making instruction names unique would rename any, judged from the names
     alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
-    on the side of yes. `known`: `name_facts` of some computations (by id), found already.
+    on the side of yes. `parts`: the names of the module's computations, in runs.
 
     Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
     and `x.01`), and with the names XLA takes for the computations it builds around async
     sugar (`async_param`, the wrapped opcode's name).
     """
-    names: list[str] = []
-    wrapped: set[str] = set()
-    for comp in comps:
-        facts = known.get(id(comp)) if known else None
-        comp_names, comp_wrapped = facts if facts is not None else name_facts(comp)
-        names.extend(comp_names)
-        wrapped.update(comp_wrapped)
-    distinct = set(names)
-    if len(distinct) != len(names):
+    if any(p.repeats for p in parts):
         return True
+    # Each run's names are distinct: a repeat is a name shared by two runs.
+    for k, later in enumerate(parts[1:], 1):
+        for earlier in parts[:k]:
+            if not earlier.distinct.isdisjoint(later.names):
+                return True
     keys: set[tuple[str, int]] = set()
-    for name in (n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)):
+    for name in (n for p in parts for n in p.zero_led):
         root, _, suffix = name.rpartition(".")
         key = (root, int(suffix))
-        if key in keys or (root if key[1] == 0 else f"{root}.{key[1]}") in distinct:
+        written = root if key[1] == 0 else f"{root}.{key[1]}"
+        if key in keys or any(written in p.distinct for p in parts):
             return True
         keys.add(key)
+    wrapped = set().union(*(p.wrapped for p in parts))
     if wrapped:
         hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
-        if hidden.search("\n".join(names)):
+        if any(hidden.search("\n".join(p.names)) for p in parts):
             return True
     return False
 

@@ -94,6 +94,31 @@ def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monke
     assert got == _error(repeated, monkeypatch)
 
 
+@pytest.mark.parametrize("spelling", ["as written", "zero-led"])
+def test_an_instruction_name_repeated_across_the_halves_is_renamed_as_in_one_process(spelling, in_two, monkeypatch):
+    import re
+
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    first, second = _halves(text)
+    (module,) = _sequential(text, monkeypatch)
+    assert module.entry._body.start >= len(first)
+    early = module.computations[0].instructions[0].name
+    root, dot, suffix = early.rpartition(".")
+    if spelling == "as written":
+        name = early
+    else:  # the same name to XLA's uniquer: `x.05` is `x.5`, `x.0` is `x`
+        name = f"{root}.0{suffix}" if dot and suffix.isdigit() else f"{early}.0"
+    late = module.entry.instructions[1].name
+    at = second.index(f"\n{module.entry.text_name} (" if not module.entry.is_entry else "\nENTRY")
+    entry_text = re.sub(rf"%{re.escape(late)}(?![\w.\-])", f"%{name}", second[at:])
+    (two,) = hloscope.parse_all(first + second[:at] + entry_text, "f.hlo", lazy=True)
+    assert len(in_two) == 1
+    (one,) = _sequential(first + second[:at] + entry_text, monkeypatch)
+    assert _instructions(two) == _instructions(one)
+    names = [i.name for c in two.computations for i in c.instructions]
+    assert len(set(names)) == len(names) and name not in [i.name for i in two.entry.instructions]
+
+
 def test_small_texts_and_several_modules_are_read_in_one_process(monkeypatch):
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
     assert parallel._split_point(text) is None  # under MIN_CHARS
