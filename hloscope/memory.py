@@ -99,40 +99,55 @@ class MemoryAnalysis:
         }
 
 
-def _scheduled_instructions(module):
-    """Instructions of the computations the schedule runs (the entry and what its control flow
-    and async starts call), not fused or applied computations, which are read lazily."""
+def _scheduled_computations(module):
+    """The computations the schedule runs: the entry and what its control flow and async
+    starts call, not fused or applied computations, which are read lazily. Each is yielded
+    before it is read (its callees are found after)."""
     seen, stack = set(), [module.entry]
     while stack:
         comp = stack.pop()
         if comp is None or comp.name in seen:
             continue
         seen.add(comp.name)
+        yield comp
         for inst in comp.instructions:
-            yield inst
             info = inst.info
             if info.value_rule in ("while", "call", "conditional") or info.async_computation:
                 stack.extend(inst.called_computations)
 
 
+def _scheduled_instructions(module):
+    for comp in _scheduled_computations(module):
+        yield from comp.instructions
+
+
+_GPU_MARKERS = ("operation_queue_id", "__triton", "__cublas")
+
+
 def detect_platform(module) -> str:
-    """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO."""
-    for inst in module.entry.instructions:
-        if ":T(" in inst.shape.text:
+    """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO: tiled
+    layouts in the entry's shapes (TPU); a GPU backend config or cuBLAS call in the schedule."""
+    for comp in _scheduled_computations(module):  # the entry first
+        # An unread body's text says, without reading it, that no GPU marker is there.
+        maybe_gpu = comp.may_mention(_GPU_MARKERS)
+        if comp is module.entry and any(":T(" in inst.shape.text for inst in comp.instructions):
             return "tpu"
-    for inst in _scheduled_instructions(module):
-        attributes = inst.attributes
-        tail = getattr(attributes, "tail", "")
-        if tail and "operation_queue_id" not in tail and "__triton" not in tail:
-            # Still unsplit text that holds neither marker: no need to split it to know.
-            raw = ""
-        else:
-            raw = attributes.raw.get("backend_config", "") if hasattr(attributes, "raw") else ""
-        if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
-            return "gpu"
-        if inst.opcode == "custom-call" and "__cublas" in inst.attributes.get("custom_call_target", ""):
+        if maybe_gpu and any(_marks_gpu(inst) for inst in comp.instructions):
             return "gpu"
     return "cpu"
+
+
+def _marks_gpu(inst: Instruction) -> bool:
+    attributes = inst.attributes
+    tail = getattr(attributes, "tail", "")
+    if tail and "operation_queue_id" not in tail and "__triton" not in tail:
+        # Still unsplit text that holds neither marker: no need to split it to know.
+        raw = ""
+    else:
+        raw = attributes.raw.get("backend_config", "") if hasattr(attributes, "raw") else ""
+    if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
+        return True
+    return inst.opcode == "custom-call" and "__cublas" in inst.attributes.get("custom_call_target", "")
 
 
 def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: list[int]) -> set[int]:
@@ -304,6 +319,8 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
 
 
 def _analyze_memory(module, platform: str | None, alignment: int | None) -> MemoryAnalysis:
+    # First: it looks at the scheduled bodies' text before they are read.
+    platform = platform or detect_platform(module)
     facts = None
     if len(module.computations) >= FUSED_FACTS_MIN_COMPUTATIONS:
         # The scheduled bodies read first: the child then has them too.
@@ -317,7 +334,6 @@ def _analyze_memory(module, platform: str | None, alignment: int | None) -> Memo
 
 def _analyze_memory_with(module, platform: str | None, alignment: int | None,
                          facts: FusedFacts | None) -> MemoryAnalysis:
-    platform = platform or detect_platform(module)
     alignment = alignment or ALIGNMENT.get(platform, 1)
     df = analyze_dataflow(module, facts)
     live = compute_live_ranges(df)

@@ -192,3 +192,15 @@ def test_lazy_loading_gives_the_same_memory(path, results):
     lazy = hloscope.load(path / "module.hlo.txt", lazy=True)
     assert lazy.memory().to_dict() == ours.to_dict()
     assert not all(c.is_read for c in lazy.computations)
+
+
+@pytest.mark.parametrize("path", fixture_dirs(), ids=lambda p: p.name)
+def test_the_platform_is_the_compilation_target(path):
+    """From unread bodies (their text looked at first) and from read ones alike."""
+    from hloscope.memory import detect_platform
+
+    target = json.loads((path / "meta.json").read_text())["target"]
+    unread = hloscope.parse((path / "module.hlo.txt").read_text(), lazy=True)
+    assert not unread.entry.is_read
+    assert detect_platform(unread) == target
+    assert detect_platform(hloscope.load(path / "module.hlo.txt")) == target
