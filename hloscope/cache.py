@@ -158,8 +158,8 @@ def store(text: str, modules, key: str | None = None) -> None:
     """Keep the outline of `modules` (parsed lazily from `text`) when they have one."""
     if not enabled() or not modules:
         return
-    if any(c.is_read or c._body is None for m in modules for c in m.computations):
-        return
+    if any(c._body is None for m in modules for c in m.computations):
+        return  # read by the parse, or renamed: the text does not outline it
     directory = private_dir("modules")
     if directory is None:
         return

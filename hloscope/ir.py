@@ -193,6 +193,15 @@ class Computation:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
 
+    def read_keeping_outline(self) -> None:
+        """Read the body now, and keep where it lies in the text: the module's outline can
+        still be cached, and `may_mention` still searches the text. Raises HloSyntaxError as
+        the read on first use would (the body then stays unread)."""
+        if self._instructions is None:
+            body = self._body
+            self._read()
+            self._body = body
+
     def peek(self):
         """For an unread body: its instructions found and cut one at a time, unlinked
         (operands are names), without reading the rest (`parser._Peek`); None when read or
@@ -200,16 +209,16 @@ class Computation:
         return self._body.peek() if self._instructions is None else None
 
     def may_mention(self, literals: tuple[str, ...]) -> bool:
-        """False only when an unread body's text certainly holds none of `literals`: lets an
-        analysis skip bodies it need not read. A read computation always answers True; the
-        caller looks at its instructions."""
-        if self._instructions is None:
-            body = self._body
-            for lit in literals:
-                if body.mentions(lit):
-                    return True
-            return False
-        return True
+        """False only when the body's text certainly holds none of `literals`: lets an
+        analysis skip bodies it need not read. Without the text (a read computation that
+        did not keep it), True: the caller looks at its instructions."""
+        body = self._body
+        if body is None:
+            return True
+        for lit in literals:
+            if body.mentions(lit):
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"

@@ -111,8 +111,7 @@ def _scheduled_computations(module):
         seen.add(comp.name)
         yield comp
         for inst in comp.instructions:
-            info = inst.info
-            if info.value_rule in ("while", "call", "conditional") or info.async_computation:
+            if inst.info.runs_callees:
                 stack.extend(inst.called_computations)
 
 

@@ -80,6 +80,12 @@ class OpInfo:
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
 
+    @property
+    def runs_callees(self) -> bool:
+        """Its called computations run as steps of the schedule (a while's body and condition,
+        a call's or conditional's callees, an async start's), not fused or applied."""
+        return self.value_rule in ("while", "call", "conditional") or self.async_computation
+
 
 def _op(name, **kw) -> OpInfo:
     return OpInfo(name=name, canonical=kw.pop("canonical", name), **kw)

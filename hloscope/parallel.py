@@ -1,4 +1,4 @@
-"""Work done by a forked child meanwhile: the second half of a large text's lazy parse, the
+"""Work done by a forked child meanwhile: the head of a large text's lazy parse, the
 facts of fused computations a memory analysis will ask for, the second of the heap's two
 packing orders, and writing a large text's outline into the cache.
 
@@ -11,12 +11,13 @@ whether a child ran.
 
 A lazy parse leaves each computation as an outline (its name, header and where its body
 lies in the text), so what the parse child finds is small to send back: a few numbers and
-names per computation, not instructions. The parent reads the first half meanwhile,
-rebuilds the child's computations over its own copy of the text, and finishes the module
-as a sequential parse would (same names, same checks): the result is the same module.
+names per computation, not instructions. The child reads the head of the text; the parent
+reads the tail, where the entry is, then the bodies the schedule runs until the child is
+done, rebuilds the child's computations over its own copy of the text, and finishes the
+module as a sequential parse would (same names, same checks): the result is the same module.
 Anything unusual falls back to the sequential parse, which then gives the answer or the
 error: a text under `MIN_CHARS`, more than one module, no computation boundary near the
-middle, a body the grammar's printed form does not cover (read at once, so not an outline),
+split, a body the grammar's printed form does not cover (read at once, so not an outline),
 a syntax error on either side, or a failed child.
 """
 
@@ -26,6 +27,7 @@ import atexit
 import marshal
 import os
 import re
+import select
 import signal
 import sys
 import threading
@@ -77,6 +79,12 @@ class Child:
             pass
         self.cancel()  # ended, failed or sent garbage: nothing more comes
         return None
+
+    def ready(self) -> bool:
+        """Whether `receive()` would return without waiting (a message, or the child's end)."""
+        if self.stream.closed:
+            return True
+        return bool(select.select([self.stream], [], [], 0)[0])
 
     def result(self) -> Any:
         message = self.receive()
@@ -170,88 +178,137 @@ def wait_for_background() -> None:
 
 
 def parse_lazily_in_two(text: str, filename: str, progress=None):
-    """The modules of `text` parsed lazily in two processes, or None to parse sequentially."""
+    """The modules of `text` parsed lazily in two processes, or None to parse sequentially.
+
+    The child reads the head of the text, the parent the tail, which holds the entry (XLA
+    prints callees first). The parent's part is the smaller: while the child is still at
+    work, it reads the bodies the schedule runs (`_read_schedule`), which every analysis
+    reads first."""
     split = _split_point(text)
     if split is None:
         return None
-    second_half = in_child(_outline_of_second_half, text, split)
-    if second_half is None:
+    head = in_child(_outline_of_head, text, split)
+    if head is None:
         return None
-    first_facts = None
+    tail = tail_facts = None
     try:
-        first = _first_half(text, split, filename, progress)
-        if first is not None:
-            # While the child may still be at work: what the join's rename check reads of
-            # this half.
+        tail = _tail(text, split, filename, progress)
+        if tail is not None:
             from .parser import NameFacts
 
-            first_facts = NameFacts.of(first.computations)
+            tail_facts = NameFacts.of(tail)  # what the join's rename check reads of this part
+            _read_schedule(tail, head)
     finally:
-        second = second_half.result()
-    if first is None or second is None:
+        outline = head.result()
+    if tail is None or outline is None:
         return None
-    return [_join(first, second, text, filename, first_facts)]
+    return [_join(outline, tail, tail_facts, text, filename)]
 
 
 def _split_point(text: str) -> int | None:
+    """A computation boundary that leaves the parent's tail the share that ends with the
+    child's head, given the entry's body it also reads (about as fast as parsing it). Loop
+    bodies lie anywhere: those in the tail fill what time is left (`_read_schedule`)."""
     if len(text) < MIN_CHARS:
         return None
     first_header = text.find("HloModule")
     if first_header >= 0 and text.find("\nHloModule", first_header + 1) >= 0:
         return None  # several modules
-    m = _BOUNDARY.search(text, len(text) // 2)
+    entry = text.rfind("\nENTRY ")
+    entry_chars = len(text) - entry if entry >= 0 else 0
+    at = int(len(text) * (1 - max(0.35, (1 - entry_chars / len(text)) / 2)))
+    m = _BOUNDARY.search(text, at)
+    if m is None:  # the entry's body runs past that point: the last boundary before it
+        for m in _BOUNDARY.finditer(text, len(text) // 4, at):
+            pass
     return m.end() if m else None
 
 
-def _first_half(text: str, split: int, filename: str, progress):
+def _tail(text: str, split: int, filename: str, progress):
+    """The computations of `text[split:]`, lazy bodies placed in the whole text; None if a
+    body is not an outline (read at once) or the part does not parse."""
     from .parser import parse_part
 
     scaled = None
     if progress is not None:
         def scaled(position: int) -> None:
-            progress(position * len(text) // split)
+            progress(position * len(text) // (len(text) - split))
     try:
-        (part,) = parse_part(text[:split], filename, lazy=True, progress=scaled, source=text, unfinished=True)
+        comps = parse_part(text[split:], filename, lazy=True, progress=scaled, start="computations")
     except (HloSyntaxError, ValueError):
         return None
-    if any(c._body is None for c in part.computations):
-        return None  # read at once: fine for a sequential parse, which this becomes
-    return part
+    lines_before = text.count("\n", 0, split)
+    for c in comps:
+        body = c._body
+        if body is None:
+            return None  # read at once: fine for a sequential parse, which this becomes
+        body.source, body.start, body.end = text, body.start + split, body.end + split
+        body.line += lines_before
+        c.line += lines_before
+    return comps
 
 
-def _outline_of_second_half(text: str, split: int):
-    """Per computation of `text[split:]`: name, entry flag, line, signature, attribute texts,
-    body span and line/column in the whole text; then the half's `NameFacts`. None if not
-    outlines."""
+def _read_schedule(comps: list[Computation], child: Child) -> None:
+    """Read the bodies of the entry in `comps` and of what it runs through control flow (in
+    `comps` too), until `child` is done. A body that does not read stays unread: its error
+    is the read's on first use, as in a sequential parse."""
+    by_name = {c.text_name: c for c in comps}
+    stack = [c for c in comps if c.is_entry]
+    seen: set[str] = set()
+    while stack and not child.ready():
+        comp = stack.pop()
+        if comp.text_name in seen:
+            continue
+        seen.add(comp.text_name)
+        try:
+            comp.read_keeping_outline()
+        except HloSyntaxError:
+            continue
+        for inst in comp.instructions:
+            if inst.info.runs_callees:
+                stack.extend(c for c in map(by_name.get, (n.lstrip("%") for n in inst.called_computation_names))
+                             if c is not None)
+
+
+def _outline_of_head(text: str, split: int):
+    """What the parent needs of `text[:split]` (module name, header attributes as (text, line,
+    column), debug tables), per computation its name, entry flag, line, signature, attribute
+    texts, body span and line/column, then the part's `NameFacts`; None if not outlines."""
     from .parser import NameFacts, parse_part
 
-    chunk = text[split:]
-    comps = parse_part(chunk, lazy=True, start="computations")
-    lines_before = text.count("\n", 0, split)
+    try:
+        (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True)
+    except (HloSyntaxError, ValueError):
+        return None
     out = []
-    for c in comps:
+    for c in part.computations:
         body = c._body
         if body is None or not isinstance(c.signature, str) or c.text_name != c.name:
             return None
-        out.append((c.name, c.is_entry, c.line + lines_before, c.signature,
+        out.append((c.name, c.is_entry, c.line, c.signature,
                     [f", {k}={v}" for k, v in c.attributes.raw.items()],
-                    body.start + split, body.end + split, body.line + lines_before, body.column))
-    return out, NameFacts.of(comps).plain()
+                    body.start, body.end, body.line, body.column))
+    header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
+    return header, out, NameFacts.of(part.computations).plain()
 
 
-def _join(first, second, text: str, filename: str, first_facts):
+def _join(head, tail: list[Computation], tail_facts, text: str, filename: str):
+    from lark import Token
+
     from .attributes import Attributes
-    from .parser import NameFacts, _Body, finish_module
+    from .parser import NameFacts, Unfinished, _Body, finish_module
 
-    outlines, second_facts = second
+    (name, attr_tokens, tables), outlines, head_facts = head
     comps = []
-    for name, is_entry, line, signature, attributes, start, end, body_line, body_column in outlines:
-        comps.append(Computation(name, None, is_entry, None, Attributes(attributes), line, signature,
+    for comp_name, is_entry, line, signature, attributes, start, end, body_line, body_column in outlines:
+        comps.append(Computation(comp_name, None, is_entry, None, Attributes(attributes), line, signature,
                                  body=_Body(text, start, end, body_line, body_column)))
+    tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
-        module = finish_module(first, comps, [first_facts, NameFacts(*second_facts)])
+        module = finish_module(Unfinished(name, tokens, comps, tables), tail,
+                               [NameFacts(*head_facts), tail_facts])
     except HloSyntaxError as e:
-        # Checks across the halves (a repeated computation name, two entries) as the
+        # Checks across the parts (a repeated computation name, two entries) as the
         # sequential parse words them, with the line shown.
         from .parser import _attach_source
 

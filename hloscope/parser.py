@@ -895,6 +895,8 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
             c.instructions  # read every body: names are made unique in text order
     if all(c.is_read for c in comps) and _renames_needed([NameFacts.of(comps)]):
         _uniquify_instruction_names(comps)
+        for c in comps:
+            c._body = None  # renamed: the text no longer says what they are
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"

@@ -67,6 +67,23 @@ def test_a_large_texts_outline_is_written_by_a_child(cache_home, monkeypatch):
     assert _outline(second[0]) == _outline(first[0]) == _outline(hloscope.load(path))
 
 
+def test_bodies_the_parse_read_early_keep_their_outline(cache_home, monkeypatch):
+    """A parse in two processes reads the schedule's bodies in the parent's part: the module
+    is still cached, and comes back the same."""
+    from hloscope import parallel
+
+    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
+    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
+    first = hloscope.load_all(path, lazy=True)
+    assert first[0].entry.is_read
+    assert len(list(cache_home.glob("*.json"))) == 1
+    second = hloscope.load_all(path, lazy=True)
+    assert not any(c.is_read for c in second[0].computations)
+    assert _outline(second[0]) == _outline(first[0]) == _outline(hloscope.load(path))
+
+
 def test_cache_can_be_turned_off(cache_home, monkeypatch):
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)

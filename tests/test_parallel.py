@@ -119,6 +119,56 @@ def test_an_instruction_name_repeated_across_the_halves_is_renamed_as_in_one_pro
     assert len(set(names)) == len(names) and name not in [i.name for i in two.entry.instructions]
 
 
+@pytest.mark.parametrize("name", ["cpu_scan_layers", "gpu_hsdp_accum2"])
+def test_the_parent_reads_the_schedule_in_its_part_while_the_child_works(name, in_two, monkeypatch):
+    """The entry (in the parent's tail), and the loop bodies there it runs, are read by the
+    parse; each keeps its place in the text, so the outline is the sequential parse's."""
+    from hloscope.memory import _scheduled_computations
+
+    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)  # a child slower than any read
+    text = (FIXTURES / name / "module.hlo.txt").read_text()
+    (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
+    assert in_two == [two]
+    split = parallel._split_point(text)
+    (one,) = _sequential(text, monkeypatch)
+    assert _outline(two) == _outline(one)  # before the walk below reads `one`'s bodies
+    # What the schedule runs that the parent can reach in its part, from the entry.
+    expected, stack = set(), [one.entry]
+    while stack:
+        comp = stack.pop()
+        if comp._body.start >= split and comp.name not in expected:
+            expected.add(comp.name)
+            stack += [c for i in comp.instructions if i.info.runs_callees for c in i.called_computations]
+    assert {c.name for c in two.computations if c.is_read} == expected
+    assert len(expected) > 1 and expected <= {c.name for c in _scheduled_computations(one)}
+    assert _instructions(two) == _instructions(one)
+
+
+def test_the_parent_stops_reading_the_schedule_when_the_child_is_done(in_two, monkeypatch):
+    monkeypatch.setattr(parallel.Child, "ready", lambda self: True)
+    (two,) = hloscope.parse_all((FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text(), "f.hlo", lazy=True)
+    assert in_two == [two] and not any(c.is_read for c in two.computations)
+
+
+def test_a_schedule_body_that_does_not_read_fails_on_use_as_in_one_process(in_two, monkeypatch):
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    (one,) = _sequential(text, monkeypatch)
+    root = one.entry.root
+    operand = root.operands[0].name
+    at = text.index(f"ROOT %{root.name} = ")
+    line_end = text.index("\n", at)
+    broken = text[:at] + text[at:line_end].replace(f"%{operand}", "%undefined_operand", 1) + text[line_end:]
+    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+    (two,) = hloscope.parse_all(broken, "f.hlo", lazy=True)  # the parse itself does not fail
+    assert in_two == [two] and not two.entry.is_read
+    with pytest.raises(HloSyntaxError) as got:
+        two.entry.instructions
+    (seq,) = _sequential(broken, monkeypatch)
+    with pytest.raises(HloSyntaxError) as expected:
+        seq.entry.instructions
+    assert str(got.value) == str(expected.value) and "undefined_operand" in str(got.value)
+
+
 def test_small_texts_and_several_modules_are_read_in_one_process(monkeypatch):
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
     assert parallel._split_point(text) is None  # under MIN_CHARS
