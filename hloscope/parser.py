@@ -1034,6 +1034,9 @@ class NameFacts:
             self._distinct = set(self.names)
         return self._distinct
 
+    def has_set(self) -> bool:
+        return self._distinct is not None
+
     def plain(self) -> tuple:
         return self.names, self.repeats, self.zero_led, sorted(self.wrapped)
 
@@ -1049,10 +1052,12 @@ def _renames_needed(parts: list[NameFacts]) -> bool:
     """
     if any(p.repeats for p in parts):
         return True
-    # Each run's names are distinct: a repeat is a name shared by two runs.
+    # Each run's names are distinct: a repeat is a name shared by two runs (looked up in
+    # whichever run's set is built already: one of 100K names takes 0.1 s to build).
     for k, later in enumerate(parts[1:], 1):
         for earlier in parts[:k]:
-            if not earlier.distinct.isdisjoint(later.names):
+            built, other = (later, earlier) if later.has_set() and not earlier.has_set() else (earlier, later)
+            if not built.distinct.isdisjoint(other.names):
                 return True
     keys: set[tuple[str, int]] = set()
     for name in (n for p in parts for n in p.zero_led):
