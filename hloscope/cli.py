@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from typing import NoReturn
 
 import click
 
@@ -73,18 +74,18 @@ def main(argv=None) -> None:
         rv = cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _exit(EXIT_BAD_INPUT)
     except click.exceptions.ClickException as e:
         e.show()
-        sys.exit(EXIT_BAD_INPUT if e.exit_code in (1, 2) else e.exit_code)
+        _exit(EXIT_BAD_INPUT if e.exit_code in (1, 2) else e.exit_code)
     except HloscopeError as e:
         click.echo(str(e), err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _exit(EXIT_BAD_INPUT)
     except OSError as e:
         click.echo(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        sys.exit(130)
+        _exit(130)
     except Exception as e:  # a bug in hloscope: say so, briefly
         click.echo(f"hloscope: internal error: {type(e).__name__}: {e}", err=True)
         click.echo("Please report this with the input file; set HLOSCOPE_DEBUG=1 for a traceback.", err=True)
@@ -92,8 +93,25 @@ def main(argv=None) -> None:
 
         if os.environ.get("HLOSCOPE_DEBUG"):
             raise
-        sys.exit(EXIT_INTERNAL)
-    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+        _exit(EXIT_INTERNAL)
+    _exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _exit(code: int) -> NoReturn:
+    """End the process once its output is out and its background writers are done, without
+    the interpreter's teardown: freeing a large module's IR object by object took 1.4 s
+    after the analysis of a 100 MB module, for memory the process gives back anyway."""
+    import os
+
+    from .parallel import wait_for_background
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said
+            pass
+    wait_for_background()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -73,3 +73,22 @@ def test_importing_hloscope_does_not_import_jax():
     code = "import sys, hloscope; hloscope.parse('ENTRY e {\\n ROOT p = f32[] parameter(0)\\n}'); print('jax' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_the_process_ends_after_its_output_and_background_writers(tmp_path):
+    """`main` leaves through os._exit (no teardown of the IR): what it printed is out, and
+    what a background child writes is there once the process has ended."""
+    import subprocess
+    import sys
+
+    done = tmp_path / "done"
+    code = (
+        "import sys, time\n"
+        "from hloscope import cli, parallel\n"
+        "print('printed', end='')\n"
+        f"parallel.in_background(lambda: (time.sleep(0.5), open({str(done)!r}, 'w').write('x')))\n"
+        "cli._exit(3)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (3, "printed")
+    assert done.read_text() == "x"
