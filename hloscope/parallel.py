@@ -251,10 +251,12 @@ def _tail(text: str, split: int, filename: str, progress):
 def _read_schedule(comps: list[Computation], child: Child) -> None:
     """Read the bodies of the entry in `comps` and of what it runs through control flow (in
     `comps` too), until `child` is done. A body that does not read stays unread: its error
-    is the read's on first use, as in a sequential parse."""
+    is the read's on first use, as in a sequential parse. With time left, find the names of
+    the computations their instructions call, which every analysis asks for."""
     by_name = {c.text_name: c for c in comps}
     stack = [c for c in comps if c.is_entry]
     seen: set[str] = set()
+    read = []
     while stack and not child.ready():
         comp = stack.pop()
         if comp.text_name in seen:
@@ -264,10 +266,18 @@ def _read_schedule(comps: list[Computation], child: Child) -> None:
             comp.read_keeping_outline()
         except HloSyntaxError:
             continue
+        read.append(comp)
         for inst in comp.instructions:
             if inst.info.runs_callees:
                 stack.extend(c for c in map(by_name.get, (n.lstrip("%") for n in inst.called_computation_names))
                              if c is not None)
+    for comp in read:
+        instructions = comp.instructions
+        for start in range(0, len(instructions), 512):
+            if child.ready():
+                return
+            for inst in instructions[start:start + 512]:
+                inst.called_computation_names  # kept on the instruction
 
 
 def _outline_of_head(text: str, split: int):
