@@ -409,17 +409,6 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
     del may_share, may_share_any
 
-    # The no-fragmentation figure: bytes live per step, each group counted once per step.
-    delta = [0] * (end_step + 2)
-    for g in groups:
-        for s, e in _merge(g.intervals):
-            delta[s] += g.size
-            delta[e + 1] -= g.size
-    timeline = list(itertools.accumulate(delta[:end_step + 1]))
-    del delta
-    max_live = max(timeline) if timeline else 0
-    max_live_at = timeline.index(max_live) if timeline else 0
-
     best = None
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
     # are in event time; spatial looks at the first value's own interval, temporal at the
@@ -431,6 +420,18 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
         from .parallel import in_child
 
         second = in_child(_packed_in_order, groups, orders[1][1], alignment)
+    # The no-fragmentation figure, while a child packs (if one does): bytes live per step,
+    # each group counted once per step.
+    delta = [0] * (end_step + 2)
+    for g in groups:
+        for s, e in _merge(g.intervals):
+            delta[s] += g.size
+            delta[e + 1] -= g.size
+    timeline = list(itertools.accumulate(delta[:end_step + 1]))
+    del delta
+    max_live = max(timeline) if timeline else 0
+    max_live_at = timeline.index(max_live) if timeline else 0
+
     if second is not None:
         size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
         best = (size, offsets, "spatial")
