@@ -408,11 +408,11 @@ _IN_PLACE_CALLS = tuple(f"{op}(" for op in opcodes.all_known() if opcodes.info(o
 def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
     """(output_index, operand, operand_index) pairs a fusion updates in place: its root (or a
     root tuple element) is a dynamic-update-slice or scatter of one of its parameters."""
-    called = inst.called_computations
-    if called and facts is not None:
+    if facts is not None:  # asked first: the callee's name need not be found here
         known = facts.in_place(inst)
         if known is not None:
             return known
+    called = inst.called_computations
     if not called or not called[0].may_mention(_IN_PLACE_CALLS):
         return []  # an unread body with no in-place op in its text: no need to read it
     peek = called[0].peek()
@@ -728,51 +728,80 @@ thousands of fusions a good part of a second."""
 
 class FusedFacts:
     """What a memory analysis asks of fused computations: in-place pairs (asked while the
-    dataflow is built, `_fusion_in_place_operands`) and elementwise parameters (asked by the
-    heap replay, `_elementwise_parameters`), worked out by a forked child while the parent
-    builds values. Each kind comes as one message, received when first asked for. Only what
-    is not empty travels, by the fusion's place in the schedule, which both processes share:
-    a message of names would cost the parent MB. What the child did not answer is worked out
-    by the asker, so answers never depend on the child."""
+    dataflow is built, `_fusion_in_place_operands`), the names of the computations fusions
+    call, and elementwise parameters (asked by the heap replay, `_elementwise_parameters`),
+    worked out by a forked child while the parent builds values. Each kind comes as one
+    message, taken when first asked for if it is there: the parent never waits for the child,
+    it works out itself what the child has not sent yet (or could not find). Only what is not
+    empty travels, by the fusion's place in the schedule, which both processes share: a
+    message keyed by names would cost the parent MB. So answers never depend on the child."""
 
-    __slots__ = ("_child", "_covered", "_elementwise", "_fusions", "_in_place")
+    __slots__ = ("_child", "_covered", "_elementwise", "_fusions", "_in_place", "_messages", "_named")
 
     def __init__(self, child, fusions: list[Instruction]):
         self._child = child
         self._fusions = fusions
         self._covered = {inst.computation for inst in fusions}
+        self._messages: list = []
         self._in_place: dict[Instruction, list] | None = None
         self._elementwise: dict[Computation, tuple[int, ...]] | None = None
+        self._named = False
 
     @classmethod
     def start(cls, scheduled: list[Instruction]) -> FusedFacts | None:
         """A child at work on the fusions among `scheduled`, or None (no child to be had)."""
         from .parallel import in_child_sending
 
-        fusions = [inst for inst in scheduled if inst.opcode == "fusion" and inst.called_computations]
+        fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
         child = in_child_sending(_send_fused_facts, fusions) if fusions else None
         return cls(child, fusions) if child is not None else None
 
-    def _receive_in_place(self) -> dict[Instruction, list]:
-        if self._in_place is None:
-            found = self._child.receive() or {}
-            self._in_place = {self._fusions[i]: list(pairs) for i, pairs in found.items()}
-        return self._in_place
+    def _message(self, k: int):
+        """The child's message `k` (0: in-place pairs, 1: callee names, 2: elementwise
+        parameters; None if it failed first), or _PENDING while the child is still at work."""
+        messages = self._messages
+        while len(messages) <= k:
+            if not self._child.ready():
+                return _PENDING
+            messages.append(self._child.receive())
+        return messages[k]
 
     def in_place(self, fusion: Instruction) -> list | None:
-        """`_fusion_in_place_operands(fusion)`, or None where the child did not look."""
-        pairs = self._receive_in_place().get(fusion)
+        """`_fusion_in_place_operands(fusion)`, or None where the child did not (yet) say."""
+        if self._in_place is None:
+            found = self._message(0)
+            if found is _PENDING or found is None:
+                return None
+            self._in_place = {self._fusions[i]: list(pairs) for i, pairs in found.items()}
+        pairs = self._in_place.get(fusion)
         if pairs is None and fusion.computation in self._covered:
             return []
         return pairs
 
+    def name_callees(self) -> None:
+        """Give each fusion the names of the computations it calls, as the child found them,
+        if they are here (the heap replay asks for them all: 0.4 s for 60K fusions)."""
+        if self._named:
+            return
+        names = self._message(1)
+        if names is _PENDING:
+            return
+        self._named = True
+        if names is None or len(names) != len(self._fusions):
+            return  # the child failed: each fusion finds its own when asked
+        for inst, called in zip(self._fusions, names):
+            if inst._called is None:
+                inst._called = tuple(called)
+
     def elementwise(self, comp: Computation) -> frozenset[int] | None:
-        """`_elementwise_parameters(comp)`, or None where the child did not look."""
+        """`_elementwise_parameters(comp)`, or None where the child did not (yet) say."""
         if self._elementwise is None:
-            self._receive_in_place()  # the messages come in this order
-            found = self._child.receive() or {}
+            self.name_callees()
+            found = self._message(2)
+            if found is _PENDING:
+                return None
             self._child.cancel()
-            self._elementwise = {self._fusions[i].called_computations[0]: params for i, params in found.items()}
+            self._elementwise = {self._fusions[i].called_computations[0]: params for i, params in (found or {}).items()}
         params = self._elementwise.get(comp)
         return None if params is None else frozenset(params)
 
@@ -780,14 +809,19 @@ class FusedFacts:
         self._child.cancel()
 
 
+_PENDING = object()
+
+
 def _send_fused_facts(send, fusions: list[Instruction]) -> None:
-    """In the child: the in-place pairs of every fusion, then the elementwise parameters of
-    the computation of every loop or input fusion that may share an operand's buffer (one of
-    its operands is shaped as one of its outputs), each by the fusion's place in `fusions`."""
+    """In the child: the in-place pairs of every fusion; the names of the computations each
+    calls; then the elementwise parameters of the computation of every loop or input fusion
+    that may share an operand's buffer (one of its operands is shaped as one of its
+    outputs). By the fusion's place in `fusions`."""
     send({i: tuple(pairs) for i, inst in enumerate(fusions) if (pairs := _fusion_in_place_operands(inst))})
+    send([inst.called_computation_names for inst in fusions])
     elementwise = {}
     for i, inst in enumerate(fusions):
-        if not _is_loop_or_input_fusion(inst):
+        if not _is_loop_or_input_fusion(inst) or not inst.called_computations:
             continue
         outputs = {sub for _, sub in inst.shape.subshapes()}
         if any(o.shape in outputs for o in inst.operands):

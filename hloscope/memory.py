@@ -284,6 +284,8 @@ class _Sharing:
 
     def __init__(self, dataflow: Dataflow, facts):
         self.dataflow, self.facts, self.cache = dataflow, facts, {}
+        if facts is not None:
+            facts.name_callees()
 
     def may_share(self, operand_value: Value, user_value: Value) -> bool:
         return can_share_operand_buffer(operand_value, user_value, self.cache, self.dataflow.in_place, self.facts)

@@ -215,8 +215,8 @@ def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypa
 @pytest.mark.parametrize("lazy", [True, False], ids=["unread bodies", "read bodies"])
 @pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_scan_layers", "gpu_hsdp_accum2", "tpu_hsdp_accum1"])
 def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monkeypatch):
-    """A child works out the fusions' in-place pairs and elementwise parameters while the
-    memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
+    """A child works out the fusions' in-place pairs, callee names and elementwise parameters
+    while the memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
     fusion's place in the schedule, must be the one the parent would work out itself, from
     unread bodies (as the command line has them) and from read ones."""
     from hloscope.dataflow import (
@@ -234,6 +234,11 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
     try:
         fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
         assert fusions
+        _wait_for_every_answer(facts)
+        facts.name_callees()
+        for inst in fusions:
+            installed, inst._called = inst._called, None
+            assert installed is not None and installed == inst.called_computation_names, inst.name
         for inst in fusions:
             assert facts.in_place(inst) == _fusion_in_place_operands(inst), inst.name
         answered = 0
@@ -244,6 +249,45 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
                 answered += 1
                 assert found == _elementwise_parameters(comp), comp.name
         assert answered
+    finally:
+        facts.close()
+
+
+def _wait_for_every_answer(facts):
+    import time
+
+    from hloscope.dataflow import _PENDING
+
+    deadline = time.monotonic() + 120
+    while facts._message(2) is _PENDING:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("child", ["still at work", "failed"])
+def test_fused_facts_the_child_has_not_given_are_left_to_the_asker(child, monkeypatch):
+    """The parent never waits for the fused-facts child: until an answer is there, or when
+    the child fails, every question gets None (the asker works it out itself), never a guess."""
+    from hloscope import dataflow
+    from hloscope.memory import _scheduled_instructions
+
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    module = hloscope.load(FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt", lazy=True)
+    scheduled = list(_scheduled_instructions(module))
+    if child == "still at work":
+        monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+    else:
+        monkeypatch.setattr(dataflow, "_send_fused_facts", lambda send, fusions: 1 / 0)
+    facts = dataflow.FusedFacts.start(scheduled)
+    assert facts is not None
+    try:
+        if child == "failed":
+            facts._child.stream.peek(1)  # the child has ended: its pipe is at its end
+        fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
+        facts.name_callees()
+        assert all(inst._called is None for inst in fusions)
+        assert all(facts.in_place(inst) is None for inst in fusions)
+        assert all(facts.elementwise(inst.called_computations[0]) is None for inst in fusions)
     finally:
         facts.close()
 
