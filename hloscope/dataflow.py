@@ -790,8 +790,7 @@ class FusedFacts:
         if names is None or len(names) != len(self._fusions):
             return  # the child failed: each fusion finds its own when asked
         for inst, called in zip(self._fusions, names):
-            if inst._called is None:
-                inst._called = tuple(called)
+            inst.know_called_computation_names(tuple(called))
 
     def elementwise(self, comp: Computation) -> frozenset[int] | None:
         """`_elementwise_parameters(comp)`, or None where the child did not (yet) say."""

@@ -108,6 +108,12 @@ class Instruction:
         self._called = names
         return names
 
+    def know_called_computation_names(self, names: tuple[str, ...]) -> None:
+        """Take `called_computation_names` as found elsewhere (by a process reading the same
+        text), unless already found here."""
+        if self._called is None:
+            self._called = names
+
     @property
     def called_computations(self) -> list["Computation"]:
         """The computations this instruction calls (to_apply, calls, body, condition, branches)."""
