@@ -277,7 +277,7 @@ def _read_schedule(comps: list[Computation], child: Child) -> None:
             if child.ready():
                 return
             for inst in instructions[start:start + 512]:
-                inst.called_computation_names  # kept on the instruction
+                inst.called_computation_names  # noqa: B018 - found once, kept on the instruction
 
 
 def _outline_of_head(text: str, split: int):

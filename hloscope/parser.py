@@ -1007,7 +1007,7 @@ class NameFacts:
     one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
     sugar. The two halves of a parallel parse each find theirs (`plain()` crosses processes)."""
 
-    __slots__ = ("names", "repeats", "zero_led", "wrapped", "_distinct")
+    __slots__ = ("_distinct", "names", "repeats", "wrapped", "zero_led")
 
     def __init__(self, names: list[str], repeats: bool | None = None, zero_led: list[str] | None = None,
                  wrapped=()):
@@ -1019,7 +1019,7 @@ class NameFacts:
         self.wrapped = set(wrapped)
 
     @classmethod
-    def of(cls, comps) -> "NameFacts":
+    def of(cls, comps) -> NameFacts:
         names: list[str] = []
         wrapped: set[str] = set()
         for comp in comps:

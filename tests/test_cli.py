@@ -91,6 +91,7 @@ def test_the_process_ends_after_its_output_and_background_writers(tmp_path):
     )
     out = tmp_path / "out"
     with out.open("w") as f:  # not a pipe: `run` would also wait for the child holding it
-        proc = subprocess.run([sys.executable, "-c", code], stdout=f, stderr=subprocess.DEVNULL, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", code], stdout=f, stderr=subprocess.DEVNULL,
+                              timeout=60, check=False)
     assert (proc.returncode, out.read_text()) == (3, "printed")
     assert done.read_text() == "x"

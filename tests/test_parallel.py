@@ -162,10 +162,10 @@ def test_a_schedule_body_that_does_not_read_fails_on_use_as_in_one_process(in_tw
     (two,) = hloscope.parse_all(broken, "f.hlo", lazy=True)  # the parse itself does not fail
     assert in_two == [two] and not two.entry.is_read
     with pytest.raises(HloSyntaxError) as got:
-        two.entry.instructions
+        _ = two.entry.instructions
     (seq,) = _sequential(broken, monkeypatch)
     with pytest.raises(HloSyntaxError) as expected:
-        seq.entry.instructions
+        _ = seq.entry.instructions
     assert str(got.value) == str(expected.value) and "undefined_operand" in str(got.value)
 
 
