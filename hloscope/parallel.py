@@ -206,9 +206,10 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
 
 
 def _split_point(text: str) -> int | None:
-    """A computation boundary that leaves the parent's tail the share that ends with the
-    child's head, given the entry's body it also reads (about as fast as parsing it). Loop
-    bodies lie anywhere: those in the tail fill what time is left (`_read_schedule`)."""
+    """A computation boundary placed so that the parent, parsing the tail and then reading
+    the entry's body (about as fast as parsing it), is done about when the child is done
+    with the head. Loop bodies lie anywhere: those in the tail fill the time left
+    (`_read_schedule`)."""
     if len(text) < MIN_CHARS:
         return None
     first_header = text.find("HloModule")

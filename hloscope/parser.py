@@ -1005,7 +1005,7 @@ def name_facts(comp) -> tuple[list[str], list[str]]:
 class NameFacts:
     """What `_renames_needed` reads of a run of computations: their instruction names, whether
     one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
-    sugar. The two halves of a parallel parse each find theirs (`plain()` crosses processes)."""
+    sugar. The two parts of a parallel parse each find theirs (`plain()` crosses processes)."""
 
     __slots__ = ("_distinct", "names", "repeats", "wrapped", "zero_led")
 
