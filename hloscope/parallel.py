@@ -220,8 +220,8 @@ def _split_point(text: str) -> int | None:
     at = int(len(text) * (1 - max(0.35, (1 - entry_chars / len(text)) / 2)))
     m = _BOUNDARY.search(text, at)
     if m is None:  # the entry's body runs past that point: the last boundary before it
-        for m in _BOUNDARY.finditer(text, len(text) // 4, at):
-            pass
+        before = list(_BOUNDARY.finditer(text, len(text) // 4, at))
+        m = before[-1] if before else None
     return m.end() if m else None
 
 

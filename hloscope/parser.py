@@ -987,7 +987,7 @@ def _uniquify_computation_names(comps) -> None:
         comp.name = uniquer.unique(comp.name)
 
 
-def name_facts(comp) -> tuple[list[str], list[str]]:
+def _name_facts(comp) -> tuple[list[str], list[str]]:
     """What `_renames_needed` looks at in one computation, read or not: its instruction names
     and the opcodes it wraps as async sugar (`reduce-scatter` for `reduce-scatter-start`)."""
     if comp.is_read:
@@ -1023,7 +1023,7 @@ class NameFacts:
         names: list[str] = []
         wrapped: set[str] = set()
         for comp in comps:
-            comp_names, comp_wrapped = name_facts(comp)
+            comp_names, comp_wrapped = _name_facts(comp)
             names += comp_names
             wrapped.update(comp_wrapped)
         return cls(names, wrapped=wrapped)
@@ -1239,11 +1239,6 @@ def decode_text(data: bytes) -> str:
     """HLO text from a file's bytes: UTF-8, a malformed byte read as U+FFFD, newlines kept
     as written."""
     return data.decode("utf-8", errors="replace")
-
-
-def read_text(path: str) -> str:
-    """A file's text, plain or gzipped."""
-    return decode_text(read_bytes(path))
 
 
 def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
