@@ -62,8 +62,8 @@ def main() -> None:
         return
 
     import hloscope
-    from hloscope.dataflow import analyze_dataflow
-    from hloscope.liveness import compute_live_ranges, live_bytes_timeline
+    from hloscope.analysis.dataflow import analyze_dataflow
+    from hloscope.analysis.liveness import compute_live_ranges, live_bytes_timeline
 
     t0 = time.perf_counter()
     text = synthesize(args.instructions)
@@ -93,7 +93,7 @@ def main() -> None:
     print(f"liveness analysis   {t5 - t2:.2f} s   (dataflow + live ranges + timeline; target <= 2 s)")
     if args.pack:
         t6 = time.perf_counter()
-        from hloscope.memory import analyze_memory
+        from hloscope.analysis.memory import analyze_memory
 
         result = analyze_memory(module)
         t7 = time.perf_counter()

@@ -115,7 +115,7 @@ def count_instructions(modules) -> tuple[int, int]:
 
 def run_timings(text: str, repeat: int) -> dict:
     import hloscope
-    from hloscope import parser as hp
+    from hloscope.text import parser as hp
 
     mb = len(text.encode()) / 1e6
     r: dict = {"mb": mb, "rss_text": rss_mb()}
@@ -174,7 +174,7 @@ def print_table(r: dict) -> None:
 
 def run_profile(text: str, top: int = 25) -> None:
     import hloscope
-    from hloscope import parser as hp
+    from hloscope.text import parser as hp
 
     hp._lark()  # build outside the profile
     prof = cProfile.Profile()
@@ -199,7 +199,7 @@ def run_breakdown(text: str, repeat: int) -> None:
     from lark.lexer import LexerState, TextSlice
 
     import hloscope
-    from hloscope import parser as hp
+    from hloscope.text import parser as hp
 
     grammar = hp.grammar_path().read_text()
 
@@ -263,7 +263,7 @@ def run_breakdown(text: str, repeat: int) -> None:
     insts, _ = count_instructions(modules)
 
     # 3. What the callbacks do besides building objects: shapes (interned) and attributes.
-    from hloscope.shape import parse_array_shape
+    from hloscope.ir.shape import parse_array_shape
 
     info = parse_array_shape.cache_info()
     # (Attributes are split on first use; len() splits them, outside the timed runs.)

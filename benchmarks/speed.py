@@ -83,7 +83,7 @@ class ModuleCache:
     rebuilds the grammar, ~2 s)."""
 
     def __init__(self) -> None:
-        from hloscope import cache
+        from hloscope.api import cache
 
         self.modules = Path(cache.private_dir("modules"))
         self.results = Path(cache.private_dir("results"))
@@ -175,7 +175,7 @@ def best_child(argv, repeat: int, before=None, extra_env=None) -> dict:
 
 def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     import hloscope
-    from hloscope import parser as hp
+    from hloscope.text import parser as hp
 
     size = path.stat().st_size
     text = path.read_text()
@@ -205,8 +205,8 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     # The analyses alone, each once on a fully parsed module, in a child (so --timeout
     # bounds them too): parse, then time only the analysis.
     print("  analyses (in a child, parse not timed) ...", flush=True)
-    for key, fn in (("an_memory", "hloscope.memory:analyze_memory"),
-                    ("an_coll", "hloscope.collectives:analyze_collectives")):
+    for key, fn in (("an_memory", "hloscope.analysis.memory:analyze_memory"),
+                    ("an_coll", "hloscope.analysis.collectives:analyze_collectives")):
         mod, name = fn.split(":")
         code = (f"import sys, time, importlib, hloscope; f = getattr(importlib.import_module({mod!r}), {name!r}); "
                 f"ms = hloscope.load_all(sys.argv[1]); t0 = time.perf_counter(); [f(m) for m in ms]; "
@@ -223,8 +223,8 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     r["py_pass"] = best_child([py, "-c", "pass"], repeat)
     r["imp_cli"] = best_child([py, "-c", "import hloscope.cli"], repeat)
     r["imp_cmds"] = best_child(
-        [py, "-c", ("import hloscope.cli, hloscope.commands.memory, hloscope.commands.collectives, "
-                    "hloscope.parser, hloscope.memory, hloscope.collectives, hloscope.report")], repeat)
+        [py, "-c", ("import hloscope.cli, hloscope.cli.commands.memory, hloscope.cli.commands.collectives, "
+                    "hloscope.text.parser, hloscope.analysis.memory, hloscope.analysis.collectives, hloscope.report")], repeat)
     # As the commands load a file: lazily, through the cache (cleared, so this parses).
     r["load_cold"] = best_child([py, "-c", "import sys, hloscope; hloscope.load_all(sys.argv[1], lazy=True)", f],
                                 repeat, before=cache.clear)

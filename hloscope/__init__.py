@@ -3,12 +3,13 @@
 Importing hloscope does not import jax; only `from_compiled` touches a jax object.
 """
 
+import importlib
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .ir import Module
+    from .api.module import Module
 
 # Names are imported on first use (PEP 562): `hloscope memory` on a cached file should not
 # pay for the parser's and the budget's imports before it knows it needs them.
@@ -17,14 +18,15 @@ _EXPORTS = {
     "check": "budget",
     "HloscopeError": "errors",
     "HloSyntaxError": "errors",
-    "Computation": "ir",
-    "Instruction": "ir",
-    "Module": "ir",
-    "load": "parser",
-    "load_all": "parser",
-    "parse": "parser",
-    "parse_all": "parser",
-    "Shape": "shape",
+    "Computation": "ir.module",
+    "Instruction": "ir.module",
+    "Module": "api.module",
+    "from_compiled": "api.loading",
+    "load": "api.loading",
+    "load_all": "api.loading",
+    "parse": "api.loading",
+    "parse_all": "api.loading",
+    "Shape": "ir.shape",
 }
 
 
@@ -32,11 +34,13 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'hloscope' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
@@ -54,10 +58,3 @@ __all__ = [
     "parse",
     "parse_all",
 ]
-
-
-def from_compiled(compiled) -> "Module":
-    """The Module of a `jax.jit(f).lower(...).compile()` result (its optimized HLO)."""
-    from .parser import parse
-
-    return parse(compiled.as_text(), "<compiled>")

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .collectives import KNOWN_KINDS
+from .analysis.collectives import KNOWN_KINDS
+from .api.loading import from_compiled
 from .errors import HloscopeError
 
 BUDGET_KINDS = KNOWN_KINDS + ("total",)
@@ -135,9 +136,7 @@ def temp_bytes(module) -> int:
 
 def _as_module(module_or_compiled):
     if hasattr(module_or_compiled, "as_text"):  # a jax compiled (or lowered) object
-        from .parser import parse
-
-        return parse(module_or_compiled.as_text(), "<compiled>")
+        return from_compiled(module_or_compiled)
     return module_or_compiled
 
 

@@ -43,9 +43,9 @@ def parse_progress(path: str, min_bytes: int = 8 << 20):
     if size < min_bytes or not sys.stderr.isatty() or path.endswith(".gz"):
         yield None
         return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     # Refreshed from the callback, not by rich's refresh thread: with a thread running, the
     # parser does not fork (hloscope.parallel), and a large file is what it forks for.

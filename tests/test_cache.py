@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hloscope
-from hloscope import cache
+from hloscope.api import cache
 
 from .conftest import FIXTURES
 
@@ -50,17 +50,17 @@ def test_the_key_is_the_texts_hash_whether_read_plain_or_gzipped(cache_home, tmp
 
 
 def test_a_large_texts_outline_is_written_by_a_child(cache_home, monkeypatch):
-    from hloscope import parallel
+    from hloscope.api import runtime
 
     monkeypatch.setattr(cache, "BACKGROUND_MIN_CHARS", 0)
     monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
     started = []
-    start = parallel.in_background
-    monkeypatch.setattr(parallel, "in_background", lambda *args: started.append(start(*args)) or started[-1])
+    start = runtime.in_background
+    monkeypatch.setattr(runtime, "in_background", lambda *args: started.append(start(*args)) or started[-1])
     path = FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt"
     first = hloscope.load_all(path, lazy=True)
     assert started == [True]  # a child was started to write it
-    parallel.wait_for_background()
+    runtime.wait_for_background()
     assert len(list(cache_home.glob("*.json"))) == 1
     second = hloscope.load_all(path, lazy=True)
     assert not any(c.is_read for c in second[0].computations)
@@ -70,10 +70,11 @@ def test_a_large_texts_outline_is_written_by_a_child(cache_home, monkeypatch):
 def test_bodies_the_parse_read_early_keep_their_outline(cache_home, monkeypatch):
     """A parse in two processes reads the schedule's bodies in the parent's part: the module
     is still cached, and comes back the same."""
-    from hloscope import parallel
+    from hloscope.api import runtime
+    from hloscope.text import split
 
-    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
-    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+    monkeypatch.setattr(split, "MIN_CHARS", 0)
+    monkeypatch.setattr(runtime.Child, "ready", lambda self: False)
     monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
     path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
     first = hloscope.load_all(path, lazy=True)
@@ -125,8 +126,8 @@ def test_kept_results_are_the_results(name, results_home, monkeypatch):
     assert len(list(results_home.glob("*.json"))) == 2
 
     # The second command gets the same results without running the analyses again.
-    import hloscope.collectives as hc
-    import hloscope.memory as hm
+    import hloscope.analysis.collectives as hc
+    import hloscope.analysis.memory as hm
 
     def not_again(*args):
         raise AssertionError("analysis ran although its result is kept")
@@ -148,10 +149,8 @@ def test_kept_results_are_the_results(name, results_home, monkeypatch):
 
 
 def test_results_depend_on_the_arguments(results_home):
-    from hloscope.memory import analyze_memory
-
     m = hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)[0]
-    assert analyze_memory(m, alignment=1).temp_bytes <= analyze_memory(m, alignment=4096).temp_bytes
+    assert m.memory(alignment=1).temp_bytes <= m.memory(alignment=4096).temp_bytes
     assert len(list(results_home.glob("*.json"))) == 2
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
+from hloscope.ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted(p.parent for p in (ROOT / "fixtures").glob("*/module.hlo.txt"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import hloscope
-from hloscope.dataflow import analyze_dataflow
-from hloscope.liveness import compute_live_ranges
+from hloscope.analysis.dataflow import analyze_dataflow
+from hloscope.analysis.liveness import compute_live_ranges
 
 from .conftest import fixture_dirs
 from .xla_reference import parse_live_range_dump, read_dump
@@ -124,7 +124,7 @@ def test_best_fit_packs_as_defined(seed):
     import random
     from types import SimpleNamespace
 
-    from hloscope.liveness import _best_fit
+    from hloscope.analysis.liveness import _best_fit
 
     rng = random.Random(seed)
     steps = rng.choice((20, 200, 2000))

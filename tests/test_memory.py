@@ -8,8 +8,8 @@ import statistics
 import pytest
 
 import hloscope
+from hloscope.analysis.memory import analyze_memory
 from hloscope.errors import NotScheduledError
-from hloscope.memory import analyze_memory
 
 from .conftest import FIXTURES, ROOT, fixture_dirs
 
@@ -197,7 +197,7 @@ def test_lazy_loading_gives_the_same_memory(path, results):
 @pytest.mark.parametrize("path", fixture_dirs(), ids=lambda p: p.name)
 def test_the_platform_is_the_compilation_target(path):
     """From unread bodies (their text looked at first) and from read ones alike."""
-    from hloscope.memory import detect_platform
+    from hloscope.analysis.memory import detect_platform
 
     target = json.loads((path / "meta.json").read_text())["target"]
     unread = hloscope.parse((path / "module.hlo.txt").read_text(), lazy=True)

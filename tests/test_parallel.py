@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import hloscope
-from hloscope import parallel
+from hloscope.api import runtime
 from hloscope.errors import HloSyntaxError
+from hloscope.text import split
 
 from .conftest import FIXTURES, fixture_ids
 
@@ -27,9 +28,9 @@ def _spy(monkeypatch, owner, name: str) -> list:
 @pytest.fixture
 def in_two(monkeypatch):
     """Every text counts as large; the list has the modules the two-process path made."""
-    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
+    monkeypatch.setattr(split, "MIN_CHARS", 0)
     monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
-    return _spy(monkeypatch, parallel, "_join")
+    return _spy(monkeypatch, split, "_join")
 
 
 def _sequential(text, monkeypatch):
@@ -41,7 +42,7 @@ def _sequential(text, monkeypatch):
 def _outline(module):
     return (module.name, dict(module.attributes), module.tables, module.entry.name,
             [(c.name, c.text_name, c.is_entry, c.line, c.signature, dict(c.attributes),
-              c._body and (c._body.start, c._body.end, c._body.line, c._body.column))
+              c.body_source and (c.body_source.start, c.body_source.end, c.body_source.line, c.body_source.column))
              for c in module.computations])
 
 
@@ -61,9 +62,9 @@ def test_two_processes_read_the_same_module(name, in_two, monkeypatch):
 
 
 def _halves(text):
-    split = parallel._split_point(text)
-    assert split is not None
-    return text[:split], text[split:]
+    at = split._split_point(text)
+    assert at is not None
+    return text[:at], text[at:]
 
 
 def _error(text, monkeypatch):
@@ -86,7 +87,7 @@ def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monke
     first, second = _halves(text)
     (module,) = _sequential(text, monkeypatch)
     early = module.computations[0].name
-    late = next(c.name for c in module.computations if c._body.start >= len(first) and not c.is_entry)
+    late = next(c.name for c in module.computations if c.body_source.start >= len(first) and not c.is_entry)
     repeated = first + second.replace(f"%{late} (", f"%{early} (", 1)
     got = _error(repeated, monkeypatch)
     assert "computation already exists" in got
@@ -101,7 +102,7 @@ def test_an_instruction_name_repeated_across_the_halves_is_renamed_as_in_one_pro
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
     first, second = _halves(text)
     (module,) = _sequential(text, monkeypatch)
-    assert module.entry._body.start >= len(first)
+    assert module.entry.body_source.start >= len(first)
     early = module.computations[0].instructions[0].name
     root, dot, suffix = early.rpartition(".")
     if spelling == "as written":
@@ -123,20 +124,20 @@ def test_an_instruction_name_repeated_across_the_halves_is_renamed_as_in_one_pro
 def test_the_parent_reads_the_schedule_in_its_part_while_the_child_works(name, in_two, monkeypatch):
     """The entry (in the parent's tail), and the loop bodies there it runs, are read by the
     parse; each keeps its place in the text, so the outline is the sequential parse's."""
-    from hloscope.memory import _scheduled_computations
+    from hloscope.analysis.memory import _scheduled_computations
 
-    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)  # a child slower than any read
+    monkeypatch.setattr(runtime.Child, "ready", lambda self: False)  # a child slower than any read
     text = (FIXTURES / name / "module.hlo.txt").read_text()
     (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
     assert in_two == [two]
-    split = parallel._split_point(text)
+    at = split._split_point(text)
     (one,) = _sequential(text, monkeypatch)
     assert _outline(two) == _outline(one)  # before the walk below reads `one`'s bodies
     # What the schedule runs that the parent can reach in its part, from the entry.
     expected, stack = set(), [one.entry]
     while stack:
         comp = stack.pop()
-        if comp._body.start >= split and comp.name not in expected:
+        if comp.body_source.start >= at and comp.name not in expected:
             expected.add(comp.name)
             stack += [c for i in comp.instructions if i.info.runs_callees for c in i.called_computations]
     assert {c.name for c in two.computations if c.is_read} == expected
@@ -145,7 +146,7 @@ def test_the_parent_reads_the_schedule_in_its_part_while_the_child_works(name, i
 
 
 def test_the_parent_stops_reading_the_schedule_when_the_child_is_done(in_two, monkeypatch):
-    monkeypatch.setattr(parallel.Child, "ready", lambda self: True)
+    monkeypatch.setattr(runtime.Child, "ready", lambda self: True)
     (two,) = hloscope.parse_all((FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text(), "f.hlo", lazy=True)
     assert in_two == [two] and not any(c.is_read for c in two.computations)
 
@@ -158,7 +159,7 @@ def test_a_schedule_body_that_does_not_read_fails_on_use_as_in_one_process(in_tw
     at = text.index(f"ROOT %{root.name} = ")
     line_end = text.index("\n", at)
     broken = text[:at] + text[at:line_end].replace(f"%{operand}", "%undefined_operand", 1) + text[line_end:]
-    monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+    monkeypatch.setattr(runtime.Child, "ready", lambda self: False)
     (two,) = hloscope.parse_all(broken, "f.hlo", lazy=True)  # the parse itself does not fail
     assert in_two == [two] and not two.entry.is_read
     with pytest.raises(HloSyntaxError) as got:
@@ -171,15 +172,15 @@ def test_a_schedule_body_that_does_not_read_fails_on_use_as_in_one_process(in_tw
 
 def test_small_texts_and_several_modules_are_read_in_one_process(monkeypatch):
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
-    assert parallel._split_point(text) is None  # under MIN_CHARS
-    monkeypatch.setattr(parallel, "MIN_CHARS", 0)
-    assert parallel._split_point(text + "\n" + text) is None
+    assert split._split_point(text) is None  # under MIN_CHARS
+    monkeypatch.setattr(split, "MIN_CHARS", 0)
+    assert split._split_point(text + "\n" + text) is None
 
 
 @pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_scan_layers", "gpu_hsdp_accum1", "tpu_hsdp_accum1"])
 def test_the_heap_packed_in_two_processes_is_the_same(name, monkeypatch):
-    from hloscope import liveness
-    from hloscope.memory import analyze_memory
+    from hloscope.analysis import liveness
+    from hloscope.analysis.memory import analyze_memory
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     path = FIXTURES / name / "module.hlo.txt"
@@ -187,8 +188,8 @@ def test_the_heap_packed_in_two_processes_is_the_same(name, monkeypatch):
     expected = analyze_memory(hloscope.load(path))
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setattr(liveness, "PARALLEL_MIN_GROUPS", 0)
-    children = _spy(monkeypatch, parallel, "in_child")
-    assert analyze_memory(hloscope.load(path)) == expected
+    children = _spy(monkeypatch, runtime, "in_child")
+    assert analyze_memory(hloscope.load(path), executor=runtime.FORKING) == expected
     assert children and all(c is not None for c in children)  # a child did pack
 
 
@@ -196,8 +197,8 @@ def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypa
     """When the first order's heap is no bigger than the most bytes live at one step, no
     packing can beat it: the child packing the second order is stopped, not waited for, and
     the answer is the sequential one."""
-    from hloscope import liveness
-    from hloscope.memory import analyze_memory
+    from hloscope.analysis import liveness
+    from hloscope.analysis.memory import analyze_memory
 
     from .test_memory import SMALL
 
@@ -207,8 +208,8 @@ def test_the_second_order_is_not_awaited_when_the_first_packs_perfectly(monkeypa
     assert expected.temp_bytes == expected.temp_max_live_bytes  # the case this is about
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setattr(liveness, "PARALLEL_MIN_GROUPS", 0)
-    cancelled, waited = _spy(monkeypatch, parallel.Child, "cancel"), _spy(monkeypatch, parallel.Child, "result")
-    assert analyze_memory(hloscope.parse(SMALL)) == expected
+    cancelled, waited = _spy(monkeypatch, runtime.Child, "cancel"), _spy(monkeypatch, runtime.Child, "result")
+    assert analyze_memory(hloscope.parse(SMALL), executor=runtime.FORKING) == expected
     assert len(cancelled) == 1 and not waited
 
 
@@ -219,17 +220,17 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
     while the memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
     fusion's place in the schedule, must be the one the parent would work out itself, from
     unread bodies (as the command line has them) and from read ones."""
-    from hloscope.dataflow import (
+    from hloscope.analysis.dataflow import (
         FusedFacts,
         _elementwise_parameters,
         _fusion_in_place_operands,
     )
-    from hloscope.memory import _scheduled_instructions
+    from hloscope.analysis.memory import _scheduled_instructions
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     module = hloscope.load(FIXTURES / name / "module.hlo.txt", lazy=lazy)
     scheduled = list(_scheduled_instructions(module))
-    facts = FusedFacts.start(scheduled)
+    facts = FusedFacts.start(scheduled, runtime.FORKING)
     assert facts is not None
     try:
         fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
@@ -256,7 +257,7 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
 def _wait_for_every_answer(facts):
     import time
 
-    from hloscope.dataflow import _PENDING
+    from hloscope.analysis.dataflow import _PENDING
 
     deadline = time.monotonic() + 120
     while facts._message(2) is _PENDING:
@@ -268,17 +269,17 @@ def _wait_for_every_answer(facts):
 def test_fused_facts_the_child_has_not_given_are_left_to_the_asker(child, monkeypatch):
     """The parent never waits for the fused-facts child: until an answer is there, or when
     the child fails, every question gets None (the asker works it out itself), never a guess."""
-    from hloscope import dataflow
-    from hloscope.memory import _scheduled_instructions
+    from hloscope.analysis import dataflow
+    from hloscope.analysis.memory import _scheduled_instructions
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     module = hloscope.load(FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt", lazy=True)
     scheduled = list(_scheduled_instructions(module))
     if child == "still at work":
-        monkeypatch.setattr(parallel.Child, "ready", lambda self: False)
+        monkeypatch.setattr(runtime.Child, "ready", lambda self: False)
     else:
         monkeypatch.setattr(dataflow, "_send_fused_facts", lambda send, fusions: 1 / 0)
-    facts = dataflow.FusedFacts.start(scheduled)
+    facts = dataflow.FusedFacts.start(scheduled, runtime.FORKING)
     assert facts is not None
     try:
         if child == "failed":
@@ -293,7 +294,7 @@ def test_fused_facts_the_child_has_not_given_are_left_to_the_asker(child, monkey
 
 
 def test_memory_with_a_fused_facts_child_is_the_same(monkeypatch):
-    from hloscope import memory
+    from hloscope.analysis import memory
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
@@ -302,5 +303,5 @@ def test_memory_with_a_fused_facts_child_is_the_same(monkeypatch):
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setattr(memory, "FUSED_FACTS_MIN_COMPUTATIONS", 0)
     started = _spy(monkeypatch, memory.FusedFacts, "start")
-    assert memory.analyze_memory(hloscope.load(path, lazy=True)) == expected
+    assert memory.analyze_memory(hloscope.load(path, lazy=True), executor=runtime.FORKING) == expected
     assert started and started[0] is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hloscope
-from hloscope import opcodes
+from hloscope.ir import opcodes
 
 SMALL = """HloModule small, is_scheduled=true, entry_computation_layout={(f32[4]{0})->f32[]}
 
@@ -183,7 +183,7 @@ def test_progress_is_reported_up_to_the_end():
 def test_the_inline_callee_scan_agrees_with_its_regex():
     """`_has_inline_callee` is a faster way to run `_INLINE_CALLEE.search`: same answers on
     every corpus text, and on spans of one."""
-    from hloscope.parser import _INLINE_CALLEE, _has_inline_callee
+    from hloscope.text.parser import _INLINE_CALLEE, _has_inline_callee
 
     from .conftest import corpus_rows
 
@@ -204,7 +204,7 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
     the general path cuts it line by line and splits each instruction. Both must give the
     same instructions, or the same error, on every body of the corpus and the fixtures that
     the one pass takes (and it must take most: the others span lines)."""
-    from hloscope.parser import _split_instruction
+    from hloscope.text.parser import _split_instruction
 
     def read(cut):
         try:
@@ -218,7 +218,7 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
 
     bodies = taken = 0
     for comp in _unread_computations():
-        body = comp._body
+        body = comp.body_source
         bodies += 1
         fast = read(body._instructions_by_line)
         if fast is None:
@@ -246,7 +246,7 @@ def test_attribute_lookups_agree_with_the_whole_split():
     """Attributes are cut off an instruction's tail only as far as a lookup needs. Whatever
     the lookups before, every answer (kept or not: `uncached`) and the final mapping equal
     those of cutting it whole."""
-    from hloscope.attributes import COMPUTATION_ATTRIBUTES, Attributes
+    from hloscope.ir.attributes import COMPUTATION_ATTRIBUTES, Attributes
 
     from .conftest import fixture_dirs
 
@@ -279,7 +279,7 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
     another. Its `operations()` (name, opcode, operands of each, nothing built) must be the
     read's too, and so must the parameters found used only elementwise from them. On every
     corpus and fixture body."""
-    from hloscope.dataflow import (
+    from hloscope.analysis.dataflow import (
         _elementwise_parameters_of,
         _transitive_uses_elementwise,
     )

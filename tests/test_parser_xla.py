@@ -13,7 +13,7 @@ import re
 import pytest
 
 import hloscope
-from hloscope import opcodes
+from hloscope.ir import opcodes
 
 from .conftest import corpus_rows, fixture_dirs, fixture_ids, needs_xla
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hloscope.attributes import decode_replica_groups
-from hloscope.shape import UNBOUNDED, parse_array_shape, parse_shape
+from hloscope.ir.attributes import decode_replica_groups
+from hloscope.ir.shape import UNBOUNDED, parse_array_shape, parse_shape
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def test_wheel_contains_grammar_and_parses_from_it(wheel, tmp_path):
         assert "hloscope/grammars/hlo.lark" in z.namelist()
         z.extractall(tmp_path / "site")
     code = (
-        "import hloscope, hloscope.parser as p; g = p.grammar_path(); "
+        "import hloscope, hloscope.grammar as p; g = p.path(); "
         "assert str(g).startswith(%r), g; "
         "m = hloscope.parse('ENTRY e {\\n ROOT p = f32[2] parameter(0)\\n}'); print(m.entry.root.shape)"
     ) % str(tmp_path / "site")

@@ -9,42 +9,26 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 import re
-from importlib import resources
-from pathlib import Path
 from typing import NamedTuple
 
 import lark
 from lark import Token, Transformer
 
-from . import malloc, opcodes
-from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
-from .errors import HloSyntaxError
-from .ir import Computation, Instruction, Module
-from .shape import UNKNOWN, Shape, ShapeError, buffer_shape, parse_array_shape, parse_shape, tuple_shape
-
-GRAMMAR_NAME = "hlo.lark"
-
-
-def grammar_path() -> Path:
-    """The grammar file: inside the installed package, else the source tree's `grammars/`."""
-    packaged = resources.files("hloscope").joinpath("grammars", GRAMMAR_NAME)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "grammars" / GRAMMAR_NAME
-
-
-def _grammar_cache_file() -> str | bool:
-    """Where Lark keeps its analysis of the grammar (a second start takes ~0.1 s instead of
-    ~2 s), in hloscope's private cache directory; no cache when HLOSCOPE_CACHE=0 or the
-    directory cannot be made private. Lark checks the grammar's hash before using it."""
-    from .cache import enabled, private_dir
-
-    directory = private_dir() if enabled() else None
-    if directory is None:
-        return False
-    return os.path.join(directory, f"grammar-lark{lark.__version__}.cache")
+from .. import grammar
+from ..errors import HloSyntaxError
+from ..ir import opcodes
+from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
+from ..ir.module import Computation, Instruction, Module
+from ..ir.shape import (
+    UNKNOWN,
+    Shape,
+    ShapeError,
+    buffer_shape,
+    parse_array_shape,
+    parse_shape,
+    tuple_shape,
+)
 
 
 def _on_body(token):
@@ -58,8 +42,8 @@ def _on_body(token):
 @functools.lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
     return lark.Lark(
-        grammar_path().read_text(),
-        cache=_grammar_cache_file(),
+        grammar.text(),
+        cache=grammar.lark_cache_file("parser"),
         lexer_callbacks={"BODY": _on_body, "COMPUTATION": _on_body},
         parser="lalr",
         lexer="contextual",
@@ -67,12 +51,6 @@ def _lark() -> lark.Lark:
         transformer=_Builder(),
         maybe_placeholders=False,
     )
-
-
-@functools.lru_cache(maxsize=1)
-def attribute_pattern() -> "re.Pattern[str]":
-    """The grammar's ATTRIBUTE terminal, for cutting an instruction's attribute tail."""
-    return re.compile(_lark().get_terminal("ATTRIBUTE").pattern.to_regexp())
 
 
 # Token names as people would say them, for error messages.
@@ -285,7 +263,7 @@ class _Builder(Transformer):
             i += 1
         rest = children[i:]
         if rest and rest[0].__class__ is Token and rest[0].type == "BODY":
-            body = _Body.of_token(rest[0], self.source)
+            body = LazyBody.of_token(rest[0], self.source)
             return self._computation_with_body(name_token, signature, body, rest[1:], is_entry)
         instructions, attrs = _split_body(rest)
         comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
@@ -301,7 +279,7 @@ class _Builder(Transformer):
         column = brace - text.rfind("\n", 0, brace)  # 1-based; rfind is -1 on the first line
         if line == token.line:
             column = token.column + brace
-        return text[:name_end], signature, _Body.of_token(token, self.source, brace, line, column)
+        return text[:name_end], signature, LazyBody.of_token(token, self.source, brace, line, column)
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
@@ -538,7 +516,7 @@ def _operand_names(inner: str) -> list[str]:
     return _cuts().operand_names.findall(inner)
 
 
-class _Body:
+class LazyBody:
     """A computation's body as one BODY token, cut into instructions on demand. It is held
     as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
 
@@ -554,7 +532,7 @@ class _Body:
 
     @classmethod
     def of_token(cls, token, source: str | None, skip: int = 0, line: int | None = None,
-                 column: int | None = None) -> "_Body":
+                 column: int | None = None) -> "LazyBody":
         """The body that is `token` from `skip` on (at `line`:`column`, else the token's):
         a span of `source` when the token lies in it, else of the token itself (as inside
         an inline body)."""
@@ -670,7 +648,7 @@ class _Body:
             root = _link(instructions, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module
-            raise _attach_source(e, "\n" * (self.line - 1) + self.text,
+            raise attach_source(e, "\n" * (self.line - 1) + self.text,
                                  module.source_path if module and module.source_path else "<string>") from None
         finally:
             if gc_was_enabled:
@@ -709,7 +687,7 @@ class _Peek:
 
     __slots__ = ("body", "root_name")
 
-    def __init__(self, body: _Body, root_name: str):
+    def __init__(self, body: LazyBody, root_name: str):
         self.body, self.root_name = body, root_name
 
     def instruction(self, name: str) -> Instruction | None:
@@ -755,7 +733,7 @@ class _Peek:
 
     def _line_of(self, name: str) -> int | None:
         """Where the line defining `name` starts: a line that starts an instruction (as
-        `_Body.lines` cuts them) named `name`."""
+        `LazyBody.lines` cuts them) named `name`."""
         source, start, end = self.body.source, self.body.start, self.body.end
         starts = _cuts().instruction_start
         i = source.find(name, start, end)
@@ -896,7 +874,7 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
     if all(c.is_read for c in comps) and _renames_needed([NameFacts.of(comps)]):
         _uniquify_instruction_names(comps)
         for c in comps:
-            c._body = None  # renamed: the text no longer says what they are
+            c.forget_body_source()  # renamed: the text no longer says what they are
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"
@@ -994,7 +972,7 @@ def _name_facts(comp) -> tuple[list[str], list[str]]:
         names = [i.name for i in comp.instructions]
         starts = {i.opcode for i in comp.instructions}
     else:
-        body = comp._body
+        body = comp.body_source
         names = body.names()
         # The regex starts with a character class (slow to scan for): look for the literal first.
         starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
@@ -1149,7 +1127,7 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxE
     return HloSyntaxError(message, line or 1, column or 1)
 
 
-def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxError:
+def attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxError:
     lines = text.split("\n")
     source_line = lines[err.line - 1] if 0 < err.line <= len(lines) else ""
     column = err.column
@@ -1158,26 +1136,6 @@ def _attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxEr
         m = re.search(r"[(,\s]" + re.escape(err.hint) + r"(?![\w.\-])", source_line[source_line.find("("):])
         column = source_line.find("(") + m.start() + 2 if m else 1
     return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
-
-
-def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progress=None) -> list[Module]:
-    """Parse HLO text holding one or more modules. Raises HloSyntaxError.
-
-    With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
-    into instructions only when first used (fused computations are most of a large dump);
-    an error only those instructions can show (an undefined operand) then surfaces on use.
-    A large text is then read in two processes at once where it can be (hloscope.parallel).
-    `progress(characters_read)` is called as the parse advances.
-    """
-    if not lazy:
-        return parse_part(text, filename, lazy=False, progress=progress)
-    from .parallel import parse_lazily_in_two
-
-    modules = parse_lazily_in_two(text, filename, progress)
-    if modules is None:
-        modules = parse_part(text, filename, lazy=True, progress=progress)
-    malloc.trim()  # what the tokens' copies of the bodies took (see hloscope.malloc)
-    return modules
 
 
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
@@ -1199,14 +1157,14 @@ def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=No
     try:
         parsed = _lark().parse(text, start=start)
     except lark.exceptions.UnexpectedInput as e:
-        raise _attach_source(_syntax_error(e, text), text, filename) from None
+        raise attach_source(_syntax_error(e, text), text, filename) from None
     except lark.exceptions.VisitError as e:  # an error raised inside a builder callback
         inner = e.orig_exc
         if isinstance(inner, HloSyntaxError):
-            raise _attach_source(inner, text, filename) from None
+            raise attach_source(inner, text, filename) from None
         raise
     except HloSyntaxError as e:
-        raise _attach_source(e, text, filename) from None
+        raise attach_source(e, text, filename) from None
     finally:
         builder.progress = None
         builder.source = None
@@ -1217,57 +1175,3 @@ def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=No
         for m in parsed:
             m.source_path = filename
     return parsed
-
-
-def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
-    """Parse HLO text holding exactly one module (the first, if there are several)."""
-    return parse_all(text, filename, lazy)[0]
-
-
-def read_bytes(path: str) -> bytes:
-    """A file's bytes, gunzipped when it ends in `.gz`."""
-    if path.endswith(".gz"):
-        import gzip
-
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def decode_text(data: bytes) -> str:
-    """HLO text from a file's bytes: UTF-8, a malformed byte read as U+FFFD, newlines kept
-    as written."""
-    return data.decode("utf-8", errors="replace")
-
-
-def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
-    """Read a file (plain or .gz) and parse every module in it.
-
-    With `lazy`, bodies are read on first use, and the module's outline is kept in
-    hloscope's cache (see hloscope.cache) so that the next load of the same text is instant.
-    Modules loaded from a file carry the text's hash, under which analyses keep their results.
-    """
-    from . import cache
-
-    path = os.fspath(path)
-    data = read_bytes(path)
-    # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
-    key = cache.digest_bytes(data) if cache.enabled() else None
-    text = decode_text(data)
-    del data
-    if lazy and key is not None:
-        modules = cache.lookup(text, path, key)
-        if modules is not None:
-            return modules
-    modules = parse_all(text, path, lazy=lazy, progress=progress)
-    if key is not None:
-        if lazy:
-            cache.store(text, modules, key)
-        cache.attach(modules, key)
-    return modules
-
-
-def load(path: str | os.PathLike, lazy: bool = False) -> Module:
-    """Read a file and parse its (first) module."""
-    return load_all(path, lazy)[0]

@@ -1,5 +1,14 @@
 import click
 
+from ...budget import (
+    BUDGET_KINDS,
+    Budget,
+    BudgetError,
+    budget_from_mapping,
+    load_budget,
+)
+from ...budget import check as run_check
+from ...report import check_report
 from . import emit, input_files, json_option, load_modules
 
 
@@ -10,8 +19,6 @@ def _kind_counts(ctx, param, values):
         kind = kind.strip()
         if not sep or not n.strip().isdigit():
             raise click.BadParameter(f"{item!r}: write KIND=N, e.g. all-gather=200", ctx, param)
-        from ..budget import BUDGET_KINDS
-
         if kind not in BUDGET_KINDS:
             raise click.BadParameter(f"unknown collective kind {kind!r}; known: {', '.join(BUDGET_KINDS)}",
                                      ctx, param)
@@ -39,9 +46,6 @@ def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_f
     Collective counts are static (instructions in the text, an async pair once) unless
     --dynamic. An unknown dynamic count (a while loop without known_trip_count) is a violation.
     """
-    from ..budget import Budget, BudgetError, budget_from_mapping, check as run_check, load_budget
-    from ..report import check_report
-
     budget = load_budget(budget_file) if budget_file else Budget()
     try:
         cli_budget = budget_from_mapping({"max-temp": max_temp, "max": max_collectives,

@@ -36,8 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from . import cache
-from .opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
+from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
 
 GROUP_KEYS = ("kind", "computation", "op_name", "source")
 """What `CollectivesResult.group_by` (and `count-collectives --by`) can group instances by."""
@@ -349,7 +348,6 @@ _CALLS = ("calls=", "body=", "condition=", "branch_computations=", "true_computa
           "called_computations=", " call(")
 
 
-@cache.memoized("collectives", (CollectivesResult, Collective, Tally))
 def analyze_collectives(module) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
     runs = _Runs(module)

@@ -24,8 +24,9 @@ import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from . import opcodes
-from .ir import Computation, Instruction, Module
+from ..executor import Executor
+from ..ir import opcodes
+from ..ir.module import Computation, Instruction, Module
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
 
@@ -748,12 +749,10 @@ class FusedFacts:
         self._named = False
 
     @classmethod
-    def start(cls, scheduled: list[Instruction]) -> FusedFacts | None:
-        """A child at work on the fusions among `scheduled`, or None (no child to be had)."""
-        from .parallel import in_child_sending
-
+    def start(cls, scheduled: list[Instruction], executor: Executor) -> FusedFacts | None:
+        """A job at work on the fusions among `scheduled`, or None (the executor runs none)."""
         fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
-        child = in_child_sending(_send_fused_facts, fusions) if fusions else None
+        child = executor.stream(_send_fused_facts, fusions) if fusions else None
         return cls(child, fusions) if child is not None else None
 
     def _message(self, k: int):

@@ -1,6 +1,6 @@
 """The `hloscope` command line: a thin layer over the library.
 
-Each command lives in its own module under `hloscope.commands` and is imported only when
+Each command lives in its own module under `hloscope.cli.commands` and is imported only when
 it runs, so `hloscope stats` never pays for the imports of `hloscope memory`.
 
 Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 internal error.
@@ -8,22 +8,26 @@ Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 inte
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
+import os
 import sys
 from typing import NoReturn
 
 import click
 
-from . import __version__
+from .. import __version__
+from ..api.runtime import wait_for_background
+from ..errors import HloscopeError
 
 # name → "module:attribute" of the click command.
 COMMANDS: dict[str, str] = {
-    "stats": "hloscope.commands.stats:stats",
-    "export": "hloscope.commands.export:export",
-    "count-collectives": "hloscope.commands.collectives:count_collectives",
-    "check": "hloscope.commands.check:check",
-    "memory": "hloscope.commands.memory:memory",
+    "stats": "hloscope.cli.commands.stats:stats",
+    "export": "hloscope.cli.commands.export:export",
+    "count-collectives": "hloscope.cli.commands.collectives:count_collectives",
+    "check": "hloscope.cli.commands.check:check",
+    "memory": "hloscope.cli.commands.memory:memory",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -56,17 +60,11 @@ def cli(no_cache):
     of `--xla_dump_to`), plain or gzipped. Sizes are bytes per device.
     """
     if no_cache:
-        import os
-
         os.environ["HLOSCOPE_CACHE"] = "0"
 
 
 def main(argv=None) -> None:
     """Console entry point: map hloscope's errors to exit codes, never show a traceback."""
-    import gc
-
-    from .errors import HloscopeError
-
     # One command, then exit: the millions of (acyclic) IR objects it builds would only be
     # scanned again and again by the cyclic collector, seconds on a 100 MB module.
     gc.disable()
@@ -89,8 +87,6 @@ def main(argv=None) -> None:
     except Exception as e:  # a bug in hloscope: say so, briefly
         click.echo(f"hloscope: internal error: {type(e).__name__}: {e}", err=True)
         click.echo("Please report this with the input file; set HLOSCOPE_DEBUG=1 for a traceback.", err=True)
-        import os
-
         if os.environ.get("HLOSCOPE_DEBUG"):
             raise
         _exit(EXIT_INTERNAL)
@@ -101,10 +97,6 @@ def _exit(code: int) -> NoReturn:
     """End the process once its output is out and its background writers are done, without
     the interpreter's teardown: freeing a large module's IR object by object took 1.4 s
     after the analysis of a 100 MB module, for memory the process gives back anyway."""
-    import os
-
-    from .parallel import wait_for_background
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

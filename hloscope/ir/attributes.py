@@ -15,6 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
+from lark import Token
+
+from ..grammar import attribute_pattern
+
 _STRING = r'"(?:[^"\\]|\\.)*"'
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(' + _STRING + r"|\{[^{}]*\}|[^\s,}]+)")
 _INT = re.compile(r"-?\d+")
@@ -315,8 +319,6 @@ _ABSENT = object()
 @functools.lru_cache(maxsize=1)
 def _attribute_search():
     """`search` of the grammar's ATTRIBUTE terminal (cached: a lookup is a few microseconds)."""
-    from .parser import attribute_pattern
-
     return attribute_pattern().search
 
 
@@ -340,10 +342,6 @@ class Attributes(Mapping[str, str]):
     def split_tail(self, token=None) -> list:
         """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal
         (as lark Tokens placed in the source when `token`, the tail's INSTRUCTION, is given)."""
-        from lark import Token
-
-        from .parser import attribute_pattern
-
         pieces = []
         tail = self.tail
         base = len(str(token)) - len(tail) if token is not None else 0

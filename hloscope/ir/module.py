@@ -6,14 +6,36 @@ module (`is_scheduled=true`) each computation's instruction order is its schedul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
-from . import opcodes
-from .attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
+from . import graph, opcodes
+from .attributes import (
+    COMPUTATION_ATTRIBUTES,
+    Attributes,
+    decode_key_values,
+    decode_names,
+    unquote,
+)
 from .shape import Shape
 
 if TYPE_CHECKING:
     import networkx
+
+
+class BodySource(Protocol):
+    """Where an unread computation body comes from (the text layer's lazy bodies).
+
+    The IR knows only this: a body can be read into instructions, may be peeked at without
+    linking, and can say cheaply that a literal certainly does not occur in it."""
+
+    def read(self, computation: "Computation") -> tuple[list["Instruction"], "Instruction"]:
+        """The body's instructions (linked, in text order) and its root."""
+
+    def peek(self) -> Any:
+        """Instructions found one at a time, unlinked, or None when only a whole read is exact."""
+
+    def mentions(self, literal: str) -> bool:
+        """False only when `literal` certainly does not occur in the body's text."""
 
 
 _CALLING_KEYS = tuple((key, key + "=") for key in COMPUTATION_ATTRIBUTES)
@@ -189,6 +211,16 @@ class Computation:
         return self._root  # type: ignore[return-value]
 
     @property
+    def body_source(self) -> BodySource | None:
+        """Where the unread body comes from (None once read, unless `read_keeping_outline`)."""
+        return self._body
+
+    def forget_body_source(self) -> None:
+        """Drop the kept body source of a read computation (its text no longer describes it)."""
+        if self._instructions is not None:
+            self._body = None
+
+    @property
     def is_read(self) -> bool:
         """Whether the instructions have been read (a lazily loaded body is read on first use)."""
         return self._instructions is not None
@@ -252,9 +284,7 @@ class Computation:
 
     def graph(self) -> "networkx.MultiDiGraph":
         """Dataflow graph of this computation: instruction names, edges operand → user."""
-        from .graph import computation_graph
-
-        return computation_graph(self)
+        return graph.computation_graph(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -312,8 +342,6 @@ class Module:
 
     def stack_frame_source(self, frame_id: int) -> str | None:
         """`file:line` of a StackFrames row (the innermost frame), or None."""
-        from .attributes import decode_key_values, unquote
-
         frame = self.tables.get("StackFrames", {}).get(int(frame_id))
         if frame is None:
             return None
@@ -328,32 +356,11 @@ class Module:
 
     def graph(self) -> "networkx.MultiDiGraph":
         """Dataflow graph of the whole module: nodes `computation/instruction`, operand and call edges."""
-        from .graph import module_graph
-
-        return module_graph(self)
+        return graph.module_graph(self)
 
     def call_graph(self) -> "networkx.MultiDiGraph":
         """Computations as nodes, an edge per calling instruction (attribute `instruction`)."""
-        from .graph import call_graph
-
-        return call_graph(self)
+        return graph.call_graph(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "computations": [c.to_dict() for c in self.computations]}
-
-    # Analyses (each returns a frozen result with to_dict()).
-
-    def collectives(self):
-        from .collectives import analyze_collectives
-
-        return analyze_collectives(self)
-
-    def memory(self):
-        from .memory import analyze_memory
-
-        return analyze_memory(self)
-
-    def stats(self):
-        from .stats import module_stats
-
-        return module_stats(self)

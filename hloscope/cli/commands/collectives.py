@@ -1,5 +1,6 @@
 import click
 
+from ...report import collectives_report
 from . import emit, input_files, json_option, load_modules
 
 BY_CHOICES = ("kind", "computation", "op_name", "source")
@@ -24,11 +25,8 @@ def count_collectives(files, by, as_json):
                    all-gather-start, the scattered output of reduce-scatter-start).
     send/recv are listed apart as point-to-point transfers.
     """
-    from ..collectives import analyze_collectives
-    from ..report import collectives_report
-
     loaded = [(path, m) for path in files for m in load_modules(path)]
-    results = [analyze_collectives(m) for _, m in loaded]
+    results = [m.collectives() for _, m in loaded]
     payload = {"modules": [r.to_dict(by=by) for r in results]}
     labels = [path for path, _ in loaded] if len(files) > 1 else None
     emit(payload, as_json, lambda: collectives_report(results, by, labels))

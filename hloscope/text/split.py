@@ -1,183 +1,46 @@
-"""Work done by a forked child meanwhile: the head of a large text's lazy parse, the
-facts of fused computations a memory analysis will ask for, the second of the heap's two
-packing orders, and writing a large text's outline into the cache.
-
-`in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
-waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
-also send several messages, `in_child_sending`), or None where forking is not possible or
-not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU,
-or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
-whether a child ran.
+"""A large text parsed lazily in two parts at once, joined into the module a sequential
+parse gives.
 
 A lazy parse leaves each computation as an outline (its name, header and where its body
-lies in the text), so what the parse child finds is small to send back: a few numbers and
-names per computation, not instructions. The child reads the head of the text; the parent
-reads the tail, where the entry is, then the bodies the schedule runs until the child is
-done, rebuilds the child's computations over its own copy of the text, and finishes the
+lies in the text), so what the job parsing the head finds is small to send back: a few
+numbers and names per computation, not instructions. The job reads the head of the text;
+the caller reads the tail, where the entry is, then the bodies the schedule runs until the
+job is done, rebuilds the job's computations over its own copy of the text, and finishes the
 module as a sequential parse would (same names, same checks): the result is the same module.
 Anything unusual falls back to the sequential parse, which then gives the answer or the
 error: a text under `MIN_CHARS`, more than one module, no computation boundary near the
 split, a body the grammar's printed form does not cover (read at once, so not an outline),
-a syntax error on either side, or a failed child.
+a syntax error on either side, or a job that failed or did not start (the executor runs
+jobs elsewhere only where it can: hloscope.executor).
 """
 
 from __future__ import annotations
 
-import atexit
-import marshal
-import os
 import re
-import select
-import signal
-import sys
-import threading
-from typing import Any, Callable
 
-from .errors import HloSyntaxError
-from .ir import Computation
+from lark import Token
+
+from ..errors import HloSyntaxError
+from ..executor import Executor, Job
+from ..ir.attributes import Attributes
+from ..ir.module import Computation
+from .parser import (
+    LazyBody,
+    NameFacts,
+    Unfinished,
+    attach_source,
+    finish_module,
+    parse_part,
+)
 
 MIN_CHARS = 16 << 20
-"""Below this a fork, and rebuilding the child's computations, gains too little."""
+"""Below this a second job, and rebuilding its computations, gains too little."""
 
 # A body's closing brace, blank lines, then the header of the next computation.
 _BOUNDARY = re.compile(r"\n\}[ \t]*\r?\n(?:[ \t]*\r?\n)*(?=(?:ENTRY[ \t]+)?%?[A-Za-z_][\w.\-]*[ \t]+\()")
 
 
-def can_fork() -> bool:
-    if os.environ.get("HLOSCOPE_JOBS") == "1":
-        return False
-    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
-        return False
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return cpus >= 2
-
-
-class Child:
-    """A forked child at work, sending messages: `receive()` waits for the next one (None
-    once the child has ended or failed); `result()` takes the first and lets the child go;
-    `cancel()` stops it when nothing more it sends is needed."""
-
-    __slots__ = ("pid", "stream")
-
-    def __init__(self, pid: int, read_fd: int):
-        self.pid, self.stream = pid, os.fdopen(read_fd, "rb")
-
-    def receive(self) -> Any:
-        stream = self.stream
-        if stream.closed:
-            return None
-        try:
-            head = stream.read(8)
-            size = int.from_bytes(head, "little") if len(head) == 8 else -1
-            data = stream.read(size) if size >= 0 else b""
-            if len(data) == size:
-                return marshal.loads(data)
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
-        self.cancel()  # ended, failed or sent garbage: nothing more comes
-        return None
-
-    def ready(self) -> bool:
-        """Whether `receive()` would return without waiting (a message, or the child's end)."""
-        if self.stream.closed:
-            return True
-        return bool(select.select([self.stream], [], [], 0)[0])
-
-    def result(self) -> Any:
-        message = self.receive()
-        self.cancel()
-        return message
-
-    def cancel(self) -> None:
-        if self.stream.closed:
-            return
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        self.stream.close()
-        os.waitpid(self.pid, 0)
-
-
-def in_child(fn: Callable[..., Any], *args: Any) -> Child | None:
-    """Start `fn(*args)` in a forked child, which sends back what it returns (see `Child`);
-    None where no child was started."""
-    return in_child_sending(_send_result, fn, *args)
-
-
-def _send_result(send: Callable[[Any], None], fn: Callable[..., Any], *args: Any) -> None:
-    send(fn(*args))
-
-
-def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
-    """Start `fn(send, *args)` in a forked child: each `send(message)` (plain data) reaches
-    the parent's `Child.receive()` in turn. None where no child was started."""
-    if not can_fork():
-        return None
-    read_fd, write_fd = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
-        return None
-    if pid == 0:  # the child: compute, send, leave at once (no atexit, no finally of the caller)
-        os.close(read_fd)
-        try:
-            with os.fdopen(write_fd, "wb") as out:
-                def send(message: Any) -> None:
-                    data = marshal.dumps(message)
-                    out.write(len(data).to_bytes(8, "little") + data)
-                    out.flush()
-
-                fn(send, *args)
-        except BaseException:  # noqa: BLE001, S110 - the parent gets no more messages and does the work itself
-            pass
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    return Child(pid, read_fd)
-
-
-_background: list[int] = []
-
-
-def in_background(fn: Callable[..., Any], *args: Any) -> bool:
-    """Start `fn(*args)` in a forked child and return at once, False where no child was
-    started (the caller then does the work itself). The child is waited for when this
-    process exits (`wait_for_background`): what it writes is there for the next one."""
-    if not can_fork():
-        return False
-    try:
-        pid = os.fork()
-    except OSError:
-        return False
-    if pid == 0:
-        try:
-            fn(*args)
-        except BaseException:  # noqa: BLE001, S110 - nothing to report to: the work is optional
-            pass
-        finally:
-            os._exit(0)
-    if not _background:
-        atexit.register(wait_for_background)
-    _background.append(pid)
-    return True
-
-
-def wait_for_background() -> None:
-    """Wait for every child `in_background` started."""
-    while _background:
-        try:
-            os.waitpid(_background.pop(), 0)
-        except ChildProcessError:
-            pass
-
-
-def parse_lazily_in_two(text: str, filename: str, progress=None):
+def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     """The modules of `text` parsed lazily in two processes, or None to parse sequentially.
 
     The child reads the head of the text, the parent the tail, which holds the entry (XLA
@@ -187,15 +50,13 @@ def parse_lazily_in_two(text: str, filename: str, progress=None):
     split = _split_point(text)
     if split is None:
         return None
-    head = in_child(_outline_of_head, text, split)
+    head = executor.submit(_outline_of_head, text, split)
     if head is None:
         return None
     tail = tail_facts = None
     try:
         tail = _tail(text, split, filename, progress)
         if tail is not None:
-            from .parser import NameFacts
-
             tail_facts = NameFacts.of(tail)  # what the join's rename check reads of this part
             _read_schedule(tail, head)
     finally:
@@ -228,8 +89,6 @@ def _split_point(text: str) -> int | None:
 def _tail(text: str, split: int, filename: str, progress):
     """The computations of `text[split:]`, lazy bodies placed in the whole text; None if a
     body is not an outline (read at once) or the part does not parse."""
-    from .parser import parse_part
-
     scaled = None
     if progress is not None:
         def scaled(position: int) -> None:
@@ -240,7 +99,7 @@ def _tail(text: str, split: int, filename: str, progress):
         return None
     lines_before = text.count("\n", 0, split)
     for c in comps:
-        body = c._body
+        body = c.body_source
         if body is None:
             return None  # read at once: fine for a sequential parse, which this becomes
         body.source, body.start, body.end = text, body.start + split, body.end + split
@@ -249,7 +108,7 @@ def _tail(text: str, split: int, filename: str, progress):
     return comps
 
 
-def _read_schedule(comps: list[Computation], child: Child) -> None:
+def _read_schedule(comps: list[Computation], child: Job) -> None:
     """Read the bodies of the entry in `comps` and of what it runs through control flow (in
     `comps` too), until `child` is done. A body that does not read stays unread: its error
     is the read's on first use, as in a sequential parse. With time left, find the names of
@@ -285,15 +144,13 @@ def _outline_of_head(text: str, split: int):
     """What the parent needs of `text[:split]` (module name, header attributes as (text, line,
     column), debug tables), per computation its name, entry flag, line, signature, attribute
     texts, body span and line/column, then the part's `NameFacts`; None if not outlines."""
-    from .parser import NameFacts, parse_part
-
     try:
         (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True)
     except (HloSyntaxError, ValueError):
         return None
     out = []
     for c in part.computations:
-        body = c._body
+        body = c.body_source
         if body is None or not isinstance(c.signature, str) or c.text_name != c.name:
             return None
         out.append((c.name, c.is_entry, c.line, c.signature,
@@ -304,16 +161,11 @@ def _outline_of_head(text: str, split: int):
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str):
-    from lark import Token
-
-    from .attributes import Attributes
-    from .parser import NameFacts, Unfinished, _Body, finish_module
-
     (name, attr_tokens, tables), outlines, head_facts = head
     comps = []
     for comp_name, is_entry, line, signature, attributes, start, end, body_line, body_column in outlines:
         comps.append(Computation(comp_name, None, is_entry, None, Attributes(attributes), line, signature,
-                                 body=_Body(text, start, end, body_line, body_column)))
+                                 body=LazyBody(text, start, end, body_line, body_column)))
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
         module = finish_module(Unfinished(name, tokens, comps, tables), tail,
@@ -321,9 +173,7 @@ def _join(head, tail: list[Computation], tail_facts, text: str, filename: str):
     except HloSyntaxError as e:
         # Checks across the parts (a repeated computation name, two entries) as the
         # sequential parse words them, with the line shown.
-        from .parser import _attach_source
-
-        raise _attach_source(e, text, filename) from None
+        raise attach_source(e, text, filename) from None
     if filename != "<string>":
         module.source_path = filename
     return module

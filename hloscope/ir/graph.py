@@ -1,8 +1,20 @@
-"""networkx views of the IR, built on demand (the IR itself is plain objects)."""
+"""networkx views of the IR, built on demand (the IR itself is plain objects).
+
+networkx is imported when a view is first asked for: it takes a third of a second, and most
+commands never build a graph.
+"""
 
 from __future__ import annotations
 
-import networkx as nx
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def _networkx():
+    return importlib.import_module("networkx")
 
 
 def _node_attrs(inst) -> dict:
@@ -15,9 +27,9 @@ def _node_attrs(inst) -> dict:
     }
 
 
-def computation_graph(comp) -> nx.MultiDiGraph:
+def computation_graph(comp) -> "nx.MultiDiGraph":
     """Nodes are instruction names; an edge operand → user per operand slot (`operand` = index)."""
-    g = nx.MultiDiGraph(name=comp.name)
+    g = _networkx().MultiDiGraph(name=comp.name)
     for inst in comp.instructions:
         g.add_node(inst.name, **_node_attrs(inst))
     for inst in comp.instructions:
@@ -26,10 +38,10 @@ def computation_graph(comp) -> nx.MultiDiGraph:
     return g
 
 
-def module_graph(module) -> nx.MultiDiGraph:
+def module_graph(module) -> "nx.MultiDiGraph":
     """Every instruction as node `computation/instruction`; operand edges, and `calls` edges
     from a calling instruction to the root of each computation it calls."""
-    g = nx.MultiDiGraph(name=module.name)
+    g = _networkx().MultiDiGraph(name=module.name)
 
     def key(inst) -> str:
         return f"{inst.computation.name}/{inst.name}"
@@ -46,9 +58,9 @@ def module_graph(module) -> nx.MultiDiGraph:
     return g
 
 
-def call_graph(module) -> nx.MultiDiGraph:
+def call_graph(module) -> "nx.MultiDiGraph":
     """Computations as nodes; an edge caller → callee per calling instruction."""
-    g = nx.MultiDiGraph(name=module.name)
+    g = _networkx().MultiDiGraph(name=module.name)
     for comp in module.computations:
         g.add_node(comp.name, is_entry=comp.is_entry, instructions=len(comp.instructions))
     for comp in module.computations:

@@ -13,6 +13,9 @@ from typing import Any, Callable
 
 import click
 
+from ...api.loading import load_all
+from ...report import parse_progress, print_renderable
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 
 
@@ -29,9 +32,6 @@ def input_files(multiple: bool = False):
 def load_modules(path: str):
     """Every module in a file (a file can hold several). Bodies are read as the command
     needs them: a command that looks at every instruction reads them all."""
-    from ..parser import load_all
-    from ..report import parse_progress
-
     with parse_progress(path) as progress:
         return load_all(path, lazy=True, progress=progress)
 
@@ -41,6 +41,4 @@ def emit(payload: dict[str, Any], as_json: bool, render: Callable[[], Any]) -> N
     if as_json:
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
-    from ..report import print_renderable
-
     print_renderable(render())

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from itertools import compress, islice
 from operator import lt
 
+from ..executor import INLINE, Executor
+from ..ir.module import Computation, Instruction
+from ..ir.opcodes import info as opinfo
 from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
-from .ir import Computation, Instruction
-from .opcodes import info as opinfo
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,8 @@ class _Group:
 
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
-                  may_share: "callable | None" = None, may_share_any: "callable | None" = None) -> Heap:
+                  may_share: "callable | None" = None, may_share_any: "callable | None" = None,
+                  executor: Executor = INLINE) -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
 
     At each step, values that start are allocated before values that end are freed. A value
@@ -417,14 +419,12 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
               ("temporal", lambda g: (g.span, -g.size, g.first.id)))
     second = None
     if len(groups) >= PARALLEL_MIN_GROUPS:
-        from .parallel import in_child
-
-        second = in_child(_packed_in_order, groups, orders[1][1], alignment)
+        second = executor.submit(_packed_in_order, groups, orders[1][1], alignment)
     # The no-fragmentation figure, while a child packs (if one does): bytes live per step,
     # each group counted once per step.
     delta = [0] * (end_step + 2)
     for g in groups:
-        for s, e in _merge(g.intervals):
+        for s, e in merge_intervals(g.intervals):
             delta[s] += g.size
             delta[e + 1] -= g.size
     timeline = list(itertools.accumulate(delta[:end_step + 1]))
@@ -477,7 +477,7 @@ def _packed_in_order(groups: list[_Group], key, alignment: int) -> tuple[int, li
     return size, [offsets[id(g)] for g in groups]
 
 
-def _merge(intervals):
+def merge_intervals(intervals):
     """Closed intervals, overlapping or adjacent ones joined, in order (not to be mutated:
     a lone interval comes back in the list it came in, as most groups have one)."""
     if len(intervals) == 1:
@@ -519,7 +519,7 @@ def _best_fit(groups: list[_Group], alignment: int,
     offsets: dict[int, int] = {}
     if not groups:
         return 0, offsets
-    merged = [_merge(g.intervals) for g in groups]
+    merged = [merge_intervals(g.intervals) for g in groups]
     points = sorted({p for ivs in merged for iv in ivs for p in iv})
     rank = {p: i for i, p in enumerate(points)}
     leaves = 1

@@ -1,5 +1,6 @@
 import click
 
+from ...report import memory_report
 from . import emit, input_files, json_option, load_modules
 
 
@@ -9,9 +10,6 @@ from . import emit, input_files, json_option, load_modules
 @json_option
 def memory(file, top, as_json):
     """Temp, argument, output and alias bytes of FILE, the peak and the buffers live there."""
-    from ..memory import analyze_memory
-    from ..report import memory_report
-
-    results = [analyze_memory(m) for m in load_modules(file)]
+    results = [m.memory() for m in load_modules(file)]
     emit({"modules": [r.to_dict() for r in results]}, as_json, lambda: memory_report(results, top))
     return 0

@@ -10,7 +10,9 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import cache
+from ..errors import NotScheduledError
+from ..executor import INLINE, Executor
+from ..ir.module import Instruction
 from .dataflow import (
     FUSED_FACTS_MIN_COMPUTATIONS,
     Dataflow,
@@ -21,9 +23,13 @@ from .dataflow import (
     may_share_any_operand_buffer,
     parse_input_output_alias,
 )
-from .errors import NotScheduledError
-from .ir import Instruction
-from .liveness import Heap, LiveRanges, _merge, compute_live_ranges, simulate_heap
+from .liveness import (
+    Heap,
+    LiveRanges,
+    compute_live_ranges,
+    merge_intervals,
+    simulate_heap,
+)
 
 ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
 """Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
@@ -190,7 +196,7 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
     members: dict[int, list[int]] = {}
     for k, (_, _, alloc_ranges, space) in enumerate(allocations):
         members.setdefault(space, []).append(k)
-        if len(_merge(alloc_ranges)) == 1:
+        if len(merge_intervals(alloc_ranges)) == 1:
             simple_start[k], simple_end[k] = spans[k]
         else:
             complex_by_space.setdefault(space, []).append(k)
@@ -218,7 +224,7 @@ def _reuse_live_out_allocations(df: Dataflow, live: LiveRanges, temp_buffers: li
         size = max(v.size for v in vs)
         # Merged: a buffer's values mostly follow one another without a gap (a while loop's
         # carried state), and one interval takes the fast search below.
-        mine = [(s, e) for s, e in _merge([ranges[v] for v in vs])] if len(vs) > 1 else [ranges[vs[0]]]
+        mine = [(s, e) for s, e in merge_intervals([ranges[v] for v in vs])] if len(vs) > 1 else [ranges[vs[0]]]
         lo, hi = mine[0][0], mine[-1][1]
         my_space = vs[0].shape.memory_space
         if my_space not in blocks:
@@ -294,8 +300,8 @@ class _Sharing:
         return may_share_any_operand_buffer(user, self.cache, self.dataflow.in_place)
 
 
-@cache.memoized("memory", (MemoryAnalysis, LiveBuffer))
-def analyze_memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
+def analyze_memory(module, platform: str | None = None, alignment: int | None = None,
+                   executor: Executor = INLINE) -> MemoryAnalysis:
     """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`.
 
     Raises NotScheduledError for a module without `is_scheduled=true`: liveness needs the
@@ -313,28 +319,28 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _analyze_memory(module, platform, alignment)
+        return _analyze_memory(module, platform, alignment, executor)
     finally:
         if enabled:
             gc.enable()
 
 
-def _analyze_memory(module, platform: str | None, alignment: int | None) -> MemoryAnalysis:
+def _analyze_memory(module, platform: str | None, alignment: int | None, executor: Executor) -> MemoryAnalysis:
     # First: it looks at the scheduled bodies' text before they are read.
     platform = platform or detect_platform(module)
     facts = None
     if len(module.computations) >= FUSED_FACTS_MIN_COMPUTATIONS:
         # The scheduled bodies read first: the child then has them too.
-        facts = FusedFacts.start(list(_scheduled_instructions(module)))
+        facts = FusedFacts.start(list(_scheduled_instructions(module)), executor)
     try:
-        return _analyze_memory_with(module, platform, alignment, facts)
+        return _analyze_memory_with(module, platform, alignment, facts, executor)
     finally:
         if facts is not None:
             facts.close()
 
 
 def _analyze_memory_with(module, platform: str | None, alignment: int | None,
-                         facts: FusedFacts | None) -> MemoryAnalysis:
+                         facts: FusedFacts | None, executor: Executor) -> MemoryAnalysis:
     alignment = alignment or ALIGNMENT.get(platform, 1)
     df = analyze_dataflow(module, facts)
     live = compute_live_ranges(df)
@@ -364,7 +370,7 @@ def _analyze_memory_with(module, platform: str | None, alignment: int | None,
         # Passed on, not kept here: the heap lets its answers go once the replay is done,
         # before packing, the analysis' peak.
         sharing = _Sharing(df, facts)
-        heaps[space] = simulate_heap(df, live, vs, alignment, sharing.may_share, sharing.may_share_any)
+        heaps[space] = simulate_heap(df, live, vs, alignment, sharing.may_share, sharing.may_share_any, executor)
         del sharing
     heap = heaps.get(0)
     steps = live.schedule.steps

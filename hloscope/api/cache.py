@@ -32,7 +32,13 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from . import __version__, malloc
+from .. import __version__, grammar
+from ..ir.attributes import Attributes
+from ..ir.module import Computation, Module
+from ..settings import cache_enabled as enabled
+from ..settings import private_dir
+from ..text.parser import LazyBody
+from . import runtime
 
 FORMAT = 2
 KEEP = (32, 256 << 20)
@@ -41,33 +47,11 @@ KEEP_RESULTS = (256, 256 << 20)
 """The same for analysis results (a memory result of a 100 MB module is a few MB)."""
 
 
-def enabled() -> bool:
-    return os.environ.get("HLOSCOPE_CACHE", "1") != "0"
-
-
-def private_dir(*parts: str) -> str | None:
-    """`$XDG_CACHE_HOME/hloscope/<parts>`, created private to the user; None when it cannot
-    be made so (then nothing is cached)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "hloscope", *parts)
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        for d in (os.path.join(base, "hloscope"), directory):
-            st = os.stat(d)
-            if st.st_uid != os.getuid() or st.st_mode & 0o022:
-                return None
-    except OSError:
-        return None
-    return directory
-
-
 @functools.lru_cache(maxsize=1)
 def _stamp() -> str:
     """Format, version, and a hash of hloscope's source files and grammar."""
-    from .parser import grammar_path
-
     h = hashlib.blake2b(digest_size=10)
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for root, dirs, files in os.walk(package):
         dirs.sort()
         for name in sorted(files):
@@ -76,7 +60,7 @@ def _stamp() -> str:
                 h.update(os.path.relpath(path, package).encode())
                 with open(path, "rb") as f:
                     h.update(f.read())
-    h.update(grammar_path().read_bytes())
+    h.update(grammar.path().read_bytes())
     return f"{FORMAT}-{__version__}-{h.hexdigest()}"
 
 
@@ -158,22 +142,20 @@ def store(text: str, modules, key: str | None = None) -> None:
     """Keep the outline of `modules` (parsed lazily from `text`) when they have one."""
     if not enabled() or not modules:
         return
-    if any(c._body is None for m in modules for c in m.computations):
+    if any(c.body_source is None for m in modules for c in m.computations):
         return  # read by the parse, or renamed: the text does not outline it
     directory = private_dir("modules")
     if directory is None:
         return
     path = os.path.join(directory, f"{key or digest(text)}.json")
     if len(text) >= BACKGROUND_MIN_CHARS:
-        from . import parallel
-
         # The command goes on with the module while a child writes (a copy of) its outline.
-        if parallel.in_background(_write_outlines, path, modules):
+        if runtime.in_background(_write_outlines, path, modules):
             return
     _write_outlines(path, modules)
     # The encoder's buffers were freed into the C heap, where only large allocations would
-    # reuse them: several MB per 20 MB of text stay resident otherwise (see hloscope.malloc).
-    malloc.trim()
+    # reuse them: several MB per 20 MB of text stay resident otherwise (see runtime.trim).
+    runtime.trim()
 
 
 BACKGROUND_MIN_CHARS = 16 << 20
@@ -287,15 +269,11 @@ def _outline(module) -> dict[str, Any]:
         "attributes_of": {str(i): [f", {k}={v}" for k, v in c.attributes.raw.items()]
                           for i, c in enumerate(comps) if c.attributes},
         # start, end, line, column of each body, one after the other.
-        "bodies": [x for c in comps for x in (c._body.start, c._body.end, c._body.line, c._body.column)],
+        "bodies": [x for c in comps for x in (c.body_source.start, c.body_source.end, c.body_source.line, c.body_source.column)],
     }
 
 
 def _module(data: dict[str, Any], text: str, filename: str):
-    from .attributes import Attributes
-    from .ir import Computation, Module
-    from .parser import _Body
-
     names, lines, signatures, bodies = data["names"], data["lines"], data["signatures"], data["bodies"]
     n = len(names)
     if not (len(lines) == len(signatures) == n and len(bodies) == 4 * n
@@ -310,7 +288,7 @@ def _module(data: dict[str, Any], text: str, filename: str):
     for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
             zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
         add(Computation(name, None, False, None, attributes_of.get(i, no_attributes), line, signature,
-                        body=_Body(text, start, end, body_line, body_column)))
+                        body=LazyBody(text, start, end, body_line, body_column)))
     # Every body must still be a braced span of this text (a check on the outline, not the hash).
     if not all(text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
         raise ValueError("outline does not fit the text")

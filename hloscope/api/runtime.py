@@ -1,0 +1,204 @@
+"""Work done by a forked child meanwhile (the speed machinery, in one place): the head of a
+large text's lazy parse, the facts of fused computations a memory analysis will ask for, the
+second of the heap's two packing orders, and writing a large text's outline into the cache.
+`FORKING` is the executor (hloscope.executor) the api layer hands to the parser and the
+analyses; `trim()` hands freed memory back to the system.
+
+`in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
+waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
+also send several messages, `in_child_sending`), or None where forking is not possible or
+not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU,
+or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
+whether a child ran.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import marshal
+import os
+import select
+import signal
+import sys
+import threading
+from typing import Any, Callable
+
+from .. import settings
+
+
+def can_fork() -> bool:
+    if not settings.jobs_allowed():
+        return False
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+class Child:
+    """A forked child at work, sending messages: `receive()` waits for the next one (None
+    once the child has ended or failed); `result()` takes the first and lets the child go;
+    `cancel()` stops it when nothing more it sends is needed."""
+
+    __slots__ = ("pid", "stream")
+
+    def __init__(self, pid: int, read_fd: int):
+        self.pid, self.stream = pid, os.fdopen(read_fd, "rb")
+
+    def receive(self) -> Any:
+        stream = self.stream
+        if stream.closed:
+            return None
+        try:
+            head = stream.read(8)
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            data = stream.read(size) if size >= 0 else b""
+            if len(data) == size:
+                return marshal.loads(data)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
+        self.cancel()  # ended, failed or sent garbage: nothing more comes
+        return None
+
+    def ready(self) -> bool:
+        """Whether `receive()` would return without waiting (a message, or the child's end)."""
+        if self.stream.closed:
+            return True
+        return bool(select.select([self.stream], [], [], 0)[0])
+
+    def result(self) -> Any:
+        message = self.receive()
+        self.cancel()
+        return message
+
+    def cancel(self) -> None:
+        if self.stream.closed:
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.stream.close()
+        os.waitpid(self.pid, 0)
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Child | None:
+    """Start `fn(*args)` in a forked child, which sends back what it returns (see `Child`);
+    None where no child was started."""
+    return in_child_sending(_send_result, fn, *args)
+
+
+def _send_result(send: Callable[[Any], None], fn: Callable[..., Any], *args: Any) -> None:
+    send(fn(*args))
+
+
+def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
+    """Start `fn(send, *args)` in a forked child: each `send(message)` (plain data) reaches
+    the parent's `Child.receive()` in turn. None where no child was started."""
+    if not can_fork():
+        return None
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: compute, send, leave at once (no atexit, no finally of the caller)
+        os.close(read_fd)
+        try:
+            with os.fdopen(write_fd, "wb") as out:
+                def send(message: Any) -> None:
+                    data = marshal.dumps(message)
+                    out.write(len(data).to_bytes(8, "little") + data)
+                    out.flush()
+
+                fn(send, *args)
+        except BaseException:  # noqa: BLE001, S110 - the parent gets no more messages and does the work itself
+            pass
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    return Child(pid, read_fd)
+
+
+_background: list[int] = []
+
+
+def in_background(fn: Callable[..., Any], *args: Any) -> bool:
+    """Start `fn(*args)` in a forked child and return at once, False where no child was
+    started (the caller then does the work itself). The child is waited for when this
+    process exits (`wait_for_background`): what it writes is there for the next one."""
+    if not can_fork():
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid == 0:
+        try:
+            fn(*args)
+        except BaseException:  # noqa: BLE001, S110 - nothing to report to: the work is optional
+            pass
+        finally:
+            os._exit(0)
+    if not _background:
+        atexit.register(wait_for_background)
+    _background.append(pid)
+    return True
+
+
+def wait_for_background() -> None:
+    """Wait for every child `in_background` started."""
+    while _background:
+        try:
+            os.waitpid(_background.pop(), 0)
+        except ChildProcessError:
+            pass
+
+
+
+
+class Forking:
+    """The executor (hloscope.executor) that runs jobs in forked children, where it can."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Child | None:
+        return in_child(fn, *args)
+
+    def stream(self, fn: Callable[..., Any], *args: Any) -> Child | None:
+        return in_child_sending(fn, *args)
+
+
+FORKING = Forking()
+
+
+# Handing freed memory back to the operating system (glibc only; elsewhere a no-op).
+#
+# Lark's lexer copies each token out of the text, and a printed computation is one token: a
+# lazy parse allocates, then frees, about the text's size again in strings of a few hundred
+# bytes to a few MB. glibc keeps such freed blocks in its heap for later `malloc` calls, but
+# Python's own small-object allocator takes its memory elsewhere (mmap'd arenas), so after a
+# parse tens of MB stay resident that nothing will reuse. `malloc_trim(0)` returns them.
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        return libc.malloc_trim  # absent on musl: AttributeError
+    except (OSError, AttributeError):
+        return None
+
+
+def trim() -> None:
+    """Give the heap's free memory back to the system, where the C library can."""
+    fn = _malloc_trim()
+    if fn is not None:
+        fn(0)

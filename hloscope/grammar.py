@@ -1,0 +1,59 @@
+"""The syntax of HLO text: `grammars/hlo.lark`, the one specification, and its terminals.
+
+Everything in hloscope that reads syntax takes its patterns from here: the parser's engines
+(hloscope.text) and the lazy decoding of attribute values (hloscope.ir.attributes), which
+cuts an attribute tail with the grammar's own ATTRIBUTE terminal.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+import lark
+
+from . import settings
+
+GRAMMAR_NAME = "hlo.lark"
+
+
+def path() -> Path:
+    """The grammar file: inside the installed package, else the source tree's `grammars/`."""
+    packaged = resources.files("hloscope").joinpath("grammars", GRAMMAR_NAME)
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "grammars" / GRAMMAR_NAME
+
+
+def text() -> str:
+    return path().read_text()
+
+
+def lark_cache_file(purpose: str) -> str | bool:
+    """Where Lark keeps its analysis of the grammar for one use of it (a second start takes
+    milliseconds instead of a quarter second); Lark checks the grammar's hash before using
+    it. False (no file) when caching is off."""
+    directory = settings.private_dir()
+    if directory is None:
+        return False
+    return os.path.join(directory, f"grammar-{purpose}-lark{lark.__version__}.cache")
+
+
+@functools.lru_cache(maxsize=1)
+def _terminals() -> lark.Lark:
+    return lark.Lark(text(), parser="lalr", lexer="contextual", cache=lark_cache_file("terminals"),
+                     start=["start", "inline_body", "computations"])
+
+
+def terminal_regex(name: str) -> str:
+    """The regular expression of one of the grammar's terminals."""
+    return _terminals().get_terminal(name).pattern.to_regexp()
+
+
+@functools.lru_cache(maxsize=1)
+def attribute_pattern() -> re.Pattern[str]:
+    """The ATTRIBUTE terminal (`, name=value`), for cutting an attribute tail."""
+    return re.compile(terminal_regex("ATTRIBUTE"))
