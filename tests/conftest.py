@@ -16,6 +16,21 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "xla_tests.jsonl.gz"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_a_temporary_directory(tmp_path_factory):
+    """The suite never writes into the user's cache: every cache (outlines, results, Lark's
+    grammar tables) goes to a directory of this session's, also for the processes tests start
+    (they inherit the environment)."""
+    directory = tmp_path_factory.mktemp("hloscope-cache")
+    previous = os.environ.get("HLOSCOPE_CACHE_DIR")
+    os.environ["HLOSCOPE_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("HLOSCOPE_CACHE_DIR", None)
+    else:
+        os.environ["HLOSCOPE_CACHE_DIR"] = previous
+
+
 def fixture_dirs() -> list[Path]:
     return sorted(p.parent for p in FIXTURES.glob("*/module.hlo.txt"))
 
@@ -33,6 +48,18 @@ def corpus_rows() -> list[dict]:
         pytest.skip("../shared/corpus is absent (a user's clone has no ../shared)")
     with gzip.open(CORPUS, "rt") as f:
         return [json.loads(line) for line in f]
+
+
+def corpus_texts_or_none() -> list[str]:
+    """The corpus' texts where ../shared is there, else none: for tests the fixtures serve too."""
+    if not CORPUS.exists():
+        return []
+    with gzip.open(CORPUS, "rt") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+def fixture_texts() -> list[str]:
+    return [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
 
 
 def needs_xla():

@@ -12,9 +12,21 @@ from .conftest import FIXTURES
 
 @pytest.fixture
 def cache_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "hloscope"))
     monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
     return tmp_path / "hloscope" / "modules"
+
+
+def test_the_cache_directory_is_the_one_asked_for(tmp_path, monkeypatch):
+    from hloscope import settings
+
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "here"))
+    assert settings.private_dir("modules") == str(tmp_path / "here" / "modules")
+    monkeypatch.delenv("HLOSCOPE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert settings.private_dir("modules") == str(tmp_path / "xdg" / "hloscope" / "modules")
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    assert settings.private_dir("modules") is None
 
 
 def _outline(module):

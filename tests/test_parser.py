@@ -185,18 +185,18 @@ def test_the_inline_callee_scan_agrees_with_its_regex():
     every corpus text, and on spans of one."""
     from hloscope.text.parser import _INLINE_CALLEE, _has_inline_callee
 
-    from .conftest import corpus_rows
+    from .conftest import corpus_texts_or_none, fixture_texts
 
+    inline = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[] reduce(p, p), dimensions={0}, to_apply={\n    a = f32[] parameter(0)\n    b = f32[] parameter(1)\n    ROOT s = f32[] add(a, b)\n  }\n}\n"
     found = 0
-    for row in corpus_rows():
-        text = row["text"]
+    for k, text in enumerate([inline] + fixture_texts() + corpus_texts_or_none()):
         expected = _INLINE_CALLEE.search(text) is not None
         found += expected
-        assert _has_inline_callee(text) == expected, row["path"]
+        assert _has_inline_callee(text) == expected, k
         half = len(text) // 2
         assert _has_inline_callee(text, half) == (_INLINE_CALLEE.search(text, half) is not None)
         assert _has_inline_callee(text, 0, half) == (_INLINE_CALLEE.search(text, 0, half) is not None)
-    assert found  # the corpus has inline computations: both answers were seen
+    assert found  # inline computations were among the texts: both answers were seen
 
 
 def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
@@ -230,10 +230,9 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
 
 def _unread_computations():
     """Every computation left unread by a lazy parse of the corpus and the fixtures."""
-    from .conftest import corpus_rows, fixture_dirs
+    from .conftest import corpus_texts_or_none, fixture_texts
 
-    texts = [row["text"] for row in corpus_rows()]
-    texts += [(path / "module.hlo.txt").read_text() for path in fixture_dirs()]
+    texts = fixture_texts() + corpus_texts_or_none()
     for text in texts:
         try:
             modules = hloscope.parse_all(text, lazy=True)
