@@ -115,6 +115,7 @@ def count_instructions(modules) -> tuple[int, int]:
 
 def run_timings(text: str, repeat: int) -> dict:
     import hloscope
+    from hloscope import grammar as hloscope_grammar  # noqa: F401
     from hloscope.text import parser as hp
 
     mb = len(text.encode()) / 1e6
@@ -174,6 +175,7 @@ def print_table(r: dict) -> None:
 
 def run_profile(text: str, top: int = 25) -> None:
     import hloscope
+    from hloscope import grammar as hloscope_grammar  # noqa: F401
     from hloscope.text import parser as hp
 
     hp._lark()  # build outside the profile
@@ -199,9 +201,10 @@ def run_breakdown(text: str, repeat: int) -> None:
     from lark.lexer import LexerState, TextSlice
 
     import hloscope
+    from hloscope import grammar as hloscope_grammar  # noqa: F401
     from hloscope.text import parser as hp
 
-    grammar = hp.grammar_path().read_text()
+    grammar = hloscope_grammar.text()
 
     # 1. A parser identical to hloscope's but whose callbacks do nothing: lexer + LALR loop +
     #    lark's child filtering, without our IR building.

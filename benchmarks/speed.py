@@ -77,7 +77,7 @@ def verdict(ok: bool) -> str:
 
 
 class ModuleCache:
-    """Where hloscope keeps parsed-module outlines and analysis results (hloscope/cache.py),
+    """Where hloscope keeps parsed-module outlines and analysis results (hloscope/api/cache.py),
     so 'cold' can clear them. Only those two directories are cleared, never the grammar
     cache beside them (HLOSCOPE_CACHE=0 would turn all off, and a cold start then also
     rebuilds the grammar, ~2 s)."""
@@ -205,11 +205,10 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     # The analyses alone, each once on a fully parsed module, in a child (so --timeout
     # bounds them too): parse, then time only the analysis.
     print("  analyses (in a child, parse not timed) ...", flush=True)
-    for key, fn in (("an_memory", "hloscope.analysis.memory:analyze_memory"),
-                    ("an_coll", "hloscope.analysis.collectives:analyze_collectives")):
-        mod, name = fn.split(":")
-        code = (f"import sys, time, importlib, hloscope; f = getattr(importlib.import_module({mod!r}), {name!r}); "
-                f"ms = hloscope.load_all(sys.argv[1]); t0 = time.perf_counter(); [f(m) for m in ms]; "
+    # Through the Module's methods, as the commands run them (the forking executor included).
+    for key, name in (("an_memory", "memory"), ("an_coll", "collectives")):
+        code = (f"import sys, time, hloscope; "
+                f"ms = hloscope.load_all(sys.argv[1]); t0 = time.perf_counter(); [m.{name}() for m in ms]; "
                 f"sys.stderr.write('ANALYSIS %.6f\\n' % (time.perf_counter() - t0))")
         c = run_child([sys.executable, "-c", code, str(path)], capture_err=True)
         r[key] = float(c["err"].split("ANALYSIS ")[1].split()[0]) if "ANALYSIS " in c["err"] else None

@@ -30,17 +30,18 @@ import json
 import os
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import __version__, grammar
 from ..ir.attributes import Attributes
-from ..ir.module import Computation, Module
+from ..ir.module import Module
 from ..settings import cache_enabled as enabled
 from ..settings import private_dir
-from ..text.parser import LazyBody
+from ..text.outline import computations_from_outline, computations_outline
 from . import runtime
 
-FORMAT = 2
+FORMAT = 3
 KEEP = (32, 256 << 20)
 """Most outlines kept, and their most bytes together; the least recently written go first."""
 KEEP_RESULTS = (256, 256 << 20)
@@ -253,49 +254,17 @@ def _decode(x: Any, allowed: dict[str, type]) -> Any:
 
 
 def _outline(module) -> dict[str, Any]:
-    """Columns rather than one record per computation: a large module has tens of thousands
-    of computations, and the warm start reads them all."""
-    comps = module.computations
     return {
         "name": module.name,
-        "attributes": list(module.attributes._tokens) if module.attributes._raw is None else
-        [f", {k}={v}" for k, v in module.attributes.raw.items()],
+        "attributes": module.attributes.written(),
         "tables": {kind: {str(k): v for k, v in rows.items()} for kind, rows in module.tables.items()},
-        "entry": next(i for i, c in enumerate(comps) if c.is_entry),
-        "names": [c.name for c in comps],
-        "renamed": {str(i): c.text_name for i, c in enumerate(comps) if c.text_name != c.name},
-        "lines": [c.line for c in comps],
-        "signatures": [c.signature if isinstance(c.signature, str) else None for c in comps],
-        "attributes_of": {str(i): [f", {k}={v}" for k, v in c.attributes.raw.items()]
-                          for i, c in enumerate(comps) if c.attributes},
-        # start, end, line, column of each body, one after the other.
-        "bodies": [x for c in comps for x in (c.body_source.start, c.body_source.end, c.body_source.line, c.body_source.column)],
+        "computations": computations_outline(module.computations),
     }
 
 
-def _module(data: dict[str, Any], text: str, filename: str):
-    names, lines, signatures, bodies = data["names"], data["lines"], data["signatures"], data["bodies"]
-    n = len(names)
-    if not (len(lines) == len(signatures) == n and len(bodies) == 4 * n
-            and all(type(x) is str for x in names) and all(type(x) is int for x in lines)
-            and all(x is None or type(x) is str for x in signatures) and all(type(x) is int for x in bodies)):
-        raise ValueError("malformed outline")
-    attributes_of = {int(i): Attributes([str(a) for a in tokens]) for i, tokens in data["attributes_of"].items()}
-    no_attributes = Attributes(())  # read-only, so one serves every computation without any
-    starts, ends = bodies[0::4], bodies[1::4]
-    comps = []
-    add = comps.append
-    for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
-            zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
-        add(Computation(name, None, False, None, attributes_of.get(i, no_attributes), line, signature,
-                        body=LazyBody(text, start, end, body_line, body_column)))
-    # Every body must still be a braced span of this text (a check on the outline, not the hash).
-    if not all(text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
-        raise ValueError("outline does not fit the text")
-    for i, text_name in data["renamed"].items():
-        comps[int(i)].text_name = str(text_name)
-    entry = comps[data["entry"]]
-    entry.is_entry = True
+def _module(data: dict[str, Any], text: str, filename: str) -> Module:
+    comps = computations_from_outline(data["computations"], text)
+    entry = next(c for c in comps if c.is_entry)
     tables = {kind: {int(k): str(v) for k, v in rows.items()} for kind, rows in data["tables"].items()}
     module = Module(str(data["name"]), Attributes(list(data["attributes"])), comps, entry, tables)
     if filename != "<string>":

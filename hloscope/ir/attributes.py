@@ -384,6 +384,13 @@ class Attributes(Mapping[str, str]):
             key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
             yield key, value.strip(), pos
 
+    def written(self) -> list[str]:
+        """The attributes as `, name=value` pieces, as the text has them (for keeping an
+        outline): the tokens as read when nothing was cut apart yet."""
+        if self._raw is None and not self.tail:
+            return list(self._tokens)
+        return [f", {k}={v}" for k, v in self.raw.items()]
+
     @property
     def raw(self) -> dict[str, str]:
         if self._raw is None or self.tail:

@@ -22,10 +22,9 @@ from lark import Token
 
 from ..errors import HloSyntaxError
 from ..executor import Executor, Job
-from ..ir.attributes import Attributes
 from ..ir.module import Computation
+from .outline import computations_from_outline, computations_outline
 from .parser import (
-    LazyBody,
     NameFacts,
     Unfinished,
     attach_source,
@@ -141,31 +140,23 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
 
 
 def _outline_of_head(text: str, split: int):
-    """What the parent needs of `text[:split]` (module name, header attributes as (text, line,
-    column), debug tables), per computation its name, entry flag, line, signature, attribute
-    texts, body span and line/column, then the part's `NameFacts`; None if not outlines."""
+    """What the caller needs of `text[:split]`: the module's name, header attributes as
+    (text, line, column), debug tables, the computations' outline (hloscope.text.outline),
+    and the part's `NameFacts`; None if the part has no outline."""
     try:
         (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True)
     except (HloSyntaxError, ValueError):
         return None
-    out = []
-    for c in part.computations:
-        body = c.body_source
-        if body is None or not isinstance(c.signature, str) or c.text_name != c.name:
-            return None
-        out.append((c.name, c.is_entry, c.line, c.signature,
-                    [f", {k}={v}" for k, v in c.attributes.raw.items()],
-                    body.start, body.end, body.line, body.column))
+    outline = computations_outline(part.computations)
+    if outline is None or outline["renamed"] or None in outline["signatures"]:
+        return None
     header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
-    return header, out, NameFacts.of(part.computations).plain()
+    return header, outline, NameFacts.of(part.computations).plain()
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str):
-    (name, attr_tokens, tables), outlines, head_facts = head
-    comps = []
-    for comp_name, is_entry, line, signature, attributes, start, end, body_line, body_column in outlines:
-        comps.append(Computation(comp_name, None, is_entry, None, Attributes(attributes), line, signature,
-                                 body=LazyBody(text, start, end, body_line, body_column)))
+    (name, attr_tokens, tables), outline, head_facts = head
+    comps = computations_from_outline(outline, text)
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
         module = finish_module(Unfinished(name, tokens, comps, tables), tail,

@@ -1,0 +1,65 @@
+"""A lazily parsed module's outline: what a parse found of its computations without reading
+their bodies, as plain data, and the computations rebuilt from it over the same text.
+
+Two readers keep outlines: the cache (a second command on the same text starts from the
+outline) and the two-part parse (the job parsing the head sends its outline back). Columns
+rather than one record per computation: a large module has tens of thousands of them, and a
+warm start reads them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.attributes import Attributes
+from ..ir.module import Computation
+from .parser import LazyBody
+
+
+def computations_outline(comps: list[Computation]) -> dict[str, Any] | None:
+    """The outline of `comps`, or None when a body was read by the parse (not an outline)."""
+    bodies = []
+    for c in comps:
+        body = c.body_source
+        if body is None:
+            return None
+        bodies += (body.start, body.end, body.line, body.column)
+    return {
+        "names": [c.name for c in comps],
+        "entry": next((i for i, c in enumerate(comps) if c.is_entry), None),
+        "renamed": {str(i): c.text_name for i, c in enumerate(comps) if c.text_name != c.name},
+        "lines": [c.line for c in comps],
+        "signatures": [c.signature if isinstance(c.signature, str) else None for c in comps],
+        "attributes_of": {str(i): c.attributes.written() for i, c in enumerate(comps) if c.attributes},
+        # start, end, line, column of each body, one after the other.
+        "bodies": bodies,
+    }
+
+
+def computations_from_outline(data: dict[str, Any], text: str) -> list[Computation]:
+    """The computations an outline describes, bodies unread spans of `text`. Raises
+    ValueError when the outline is malformed or does not fit the text."""
+    names, lines, signatures, bodies = data["names"], data["lines"], data["signatures"], data["bodies"]
+    n = len(names)
+    if not (len(lines) == len(signatures) == n and len(bodies) == 4 * n
+            and all(type(x) is str for x in names) and all(type(x) is int for x in lines)
+            and all(x is None or type(x) is str for x in signatures) and all(type(x) is int for x in bodies)):
+        raise ValueError("malformed outline")
+    attributes_of = {int(i): Attributes([str(a) for a in tokens]) for i, tokens in data["attributes_of"].items()}
+    no_attributes = Attributes(())  # read-only, so one serves every computation without any
+    starts, ends = bodies[0::4], bodies[1::4]
+    # Every body must still be a braced span of this text (a check on the outline, not the hash).
+    if not all(0 <= s < e <= len(text) and text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
+        raise ValueError("outline does not fit the text")
+    comps = []
+    add = comps.append
+    for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
+            zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
+        add(Computation(name, None, False, None, attributes_of.get(i, no_attributes), line, signature,
+                        body=LazyBody(text, start, end, body_line, body_column)))
+    for i, text_name in data["renamed"].items():
+        comps[int(i)].text_name = str(text_name)
+    entry = data["entry"]
+    if entry is not None:
+        comps[entry].is_entry = True
+    return comps
