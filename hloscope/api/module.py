@@ -17,6 +17,7 @@ from ..analysis.collectives import (
 from ..analysis.memory import LiveBuffer, MemoryAnalysis, analyze_memory
 from ..analysis.stats import module_stats
 from ..ir import module as ir
+from ..text.printer import module_to_text
 from . import cache, runtime
 
 
@@ -43,6 +44,10 @@ class Module(ir.Module):
 
     def stats(self):
         return module_stats(self)
+
+    def to_text(self) -> str:
+        """This module as HLO text (hloscope.text.printer)."""
+        return module_to_text(self)
 
 
 def adopt(modules: list[ir.Module]) -> list[Module]:
