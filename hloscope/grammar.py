@@ -1,5 +1,10 @@
 """The syntax of HLO text: `grammars/hlo.lark`, the one specification, and its terminals.
 
+`spec_text()` is the specification alone (read by hloscope.text.lark_engine); `fast_text()`
+is the specification followed by `grammars/hlo_fast.lark`, which adds only composite
+terminals built from the specification's own and `%extend` alternatives that use them (read
+by the default engine, hloscope.text.parser).
+
 Everything in hloscope that reads syntax takes its patterns from here: the parser's engines
 (hloscope.text) and the lazy decoding of attribute values (hloscope.ir.attributes), which
 cuts an attribute tail with the grammar's own ATTRIBUTE terminal.
@@ -18,18 +23,40 @@ import lark
 from . import settings
 
 GRAMMAR_NAME = "hlo.lark"
+FAST_GRAMMAR_NAME = "hlo_fast.lark"
+
+
+def _grammar_file(name: str) -> Path:
+    """A grammar file: inside the installed package, else the source tree's `grammars/`."""
+    packaged = resources.files("hloscope").joinpath("grammars", name)
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "grammars" / name
 
 
 def path() -> Path:
-    """The grammar file: inside the installed package, else the source tree's `grammars/`."""
-    packaged = resources.files("hloscope").joinpath("grammars", GRAMMAR_NAME)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "grammars" / GRAMMAR_NAME
+    """The specification, `hlo.lark`: inside the installed package, else the source tree's."""
+    return _grammar_file(GRAMMAR_NAME)
+
+
+def fast_path() -> Path:
+    """The fast engine's additions, `hlo_fast.lark`, found as `path()` is."""
+    return _grammar_file(FAST_GRAMMAR_NAME)
+
+
+def spec_text() -> str:
+    """The specification alone."""
+    return path().read_text()
+
+
+def fast_text() -> str:
+    """The specification, then the fast engine's additions (which `%extend` its rules)."""
+    return spec_text() + "\n" + fast_path().read_text()
 
 
 def text() -> str:
-    return path().read_text()
+    """The specification alone (as `spec_text()`)."""
+    return spec_text()
 
 
 def lark_cache_file(purpose: str) -> str | bool:
@@ -44,7 +71,8 @@ def lark_cache_file(purpose: str) -> str | bool:
 
 @functools.lru_cache(maxsize=1)
 def _terminals() -> lark.Lark:
-    return lark.Lark(text(), parser="lalr", lexer="contextual", cache=lark_cache_file("terminals"),
+    # The fast grammar: ATTRIBUTE and INSTRUCTION live in its additions.
+    return lark.Lark(fast_text(), parser="lalr", lexer="contextual", cache=lark_cache_file("terminals"),
                      start=["start", "inline_body", "computations"])
 
 

@@ -62,6 +62,7 @@ def _stamp() -> str:
                 with open(path, "rb") as f:
                     h.update(f.read())
     h.update(grammar.path().read_bytes())
+    h.update(grammar.fast_path().read_bytes())
     return f"{FORMAT}-{__version__}-{h.hexdigest()}"
 
 

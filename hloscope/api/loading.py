@@ -10,13 +10,15 @@ from __future__ import annotations
 import gzip
 import os
 
+from ..text import lark_engine
 from ..text.parser import parse_part
 from ..text.split import parse_in_two
 from . import cache, runtime
 from .module import Module, adopt
 
 
-def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progress=None) -> list[Module]:
+def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progress=None,
+              engine: str = "fast") -> list[Module]:
     """Parse HLO text holding one or more modules. Raises HloSyntaxError.
 
     With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
@@ -24,7 +26,15 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     an error only those instructions can show (an undefined operand) then surfaces on use.
     A large text is then read in two parts at once where it can be (hloscope.text.split).
     `progress(characters_read)` is called as the parse advances.
+
+    `engine`: "fast" (the default), or "lark": the reference engine, which reads the text
+    with the grammar's specification alone (hloscope.text.lark_engine), always eagerly and
+    several times slower, into the same IR.
     """
+    if engine == "lark":
+        return adopt(lark_engine.parse_all(text, filename))
+    if engine != "fast":
+        raise ValueError(f"engine must be 'fast' or 'lark', not {engine!r}")
     if not lazy:
         return adopt(parse_part(text, filename, lazy=False, progress=progress))
     modules = parse_in_two(text, filename, runtime.FORKING, progress)
@@ -34,9 +44,10 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     return adopt(modules)
 
 
-def parse(text: str, filename: str = "<string>", lazy: bool = False) -> Module:
-    """Parse HLO text holding exactly one module (the first, if there are several)."""
-    return parse_all(text, filename, lazy)[0]
+def parse(text: str, filename: str = "<string>", lazy: bool = False, engine: str = "fast") -> Module:
+    """Parse HLO text holding exactly one module (the first, if there are several).
+    `engine`: "fast" or "lark", as for `parse_all`."""
+    return parse_all(text, filename, lazy, engine=engine)[0]
 
 
 def read_bytes(path: str) -> bytes:

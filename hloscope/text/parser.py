@@ -1,8 +1,12 @@
-"""HLO text → IR, with grammars/hlo.lark and Lark's LALR parser.
+"""HLO text → IR, with grammars/hlo.lark + grammars/hlo_fast.lark and Lark's LALR parser:
+the fast engine, hloscope's default.
 
-The builder below is embedded in the parser (`transformer=`), so no parse tree is built:
-each rule's callback makes IR objects directly. Operand names are resolved once a whole
-computation is read, the way XLA's parser resolves them (within the computation).
+The builder below (`Builder`) is embedded in the parser (`transformer=`), so no parse tree
+is built: each rule's callback makes IR objects directly. Operand names are resolved once a
+whole computation is read, the way XLA's parser resolves them (within the computation).
+The same builder serves the reference engine (hloscope.text.lark_engine), which reads the
+specification alone: the fast grammar's coarse tokens only add callbacks of their own
+(`instruction_line`, printed bodies and computations).
 """
 
 from __future__ import annotations
@@ -42,13 +46,13 @@ def _on_body(token):
 @functools.lru_cache(maxsize=1)
 def _lark() -> lark.Lark:
     return lark.Lark(
-        grammar.text(),
+        grammar.fast_text(),
         cache=grammar.lark_cache_file("parser"),
         lexer_callbacks={"BODY": _on_body, "COMPUTATION": _on_body},
         parser="lalr",
         lexer="contextual",
         start=["start", "inline_body", "computations"],
-        transformer=_Builder(),
+        transformer=Builder(),
         maybe_placeholders=False,
     )
 
@@ -60,6 +64,8 @@ _TOKEN_WORDS = {
     "CONSTANT": "an opcode",
     "ARRAY_SHAPE": "a shape",
     "ATTRIBUTE": "an attribute",
+    "ATTR_KEY": "an attribute",
+    "ATTR_VALUE": "an attribute value",
     "INT": "an integer",
     "STRING": "a string",
     "GROUP": "a braced value",
@@ -106,8 +112,9 @@ class _Nested:
         self.instructions = instructions
 
 
-class _Builder(Transformer):
-    """Rule callbacks that build the IR while Lark reduces (no parse tree)."""
+class Builder(Transformer):
+    """Rule callbacks that build the IR while Lark reduces (no parse tree), for the rules of
+    the specification (grammars/hlo.lark) and the alternatives the fast grammar adds."""
 
     def __init__(self):
         super().__init__(visit_tokens=False)
@@ -196,6 +203,17 @@ class _Builder(Transformer):
             return op.nested + [inst]
         return inst
 
+    def attribute(self, children):
+        """An attribute read as its key and value (the specification's two tokens): one
+        ATTRIBUTE token, as the fast grammar reads it (nothing lies between the two)."""
+        key, value = children
+        return Token("ATTRIBUTE", key + value, start_pos=key.start_pos, line=key.line, column=key.column,
+                     end_line=value.end_line, end_column=value.end_column, end_pos=value.end_pos)
+
+    def inline_parser(self) -> lark.Lark:
+        """The parser (with this builder) that reads a computation written inline."""
+        return _lark()
+
     def instruction_line(self, children):
         token = children[0]
         return self._instruction_from_text(str(token), token.line, token.column)
@@ -223,7 +241,7 @@ class _Builder(Transformer):
         held = self.pending_inline
         self.pending_inline = []
         try:
-            comps = _lark().parse(body, start="inline_body")
+            comps = self.inline_parser().parse(body, start="inline_body")
         except lark.exceptions.UnexpectedInput as e:
             raise _shift(_syntax_error(e, body), token, offset) from None
         except lark.exceptions.VisitError as e:
@@ -579,7 +597,7 @@ class LazyBody:
     def instructions(self) -> list[Instruction]:
         """The body's instructions, unlinked. A body as XLA prints it (one instruction per
         line) is cut by one regex pass over its lines; anything else goes through `lines()`.
-        Never a body with an inline callee: the parse reads those itself (`_Builder`)."""
+        Never a body with an inline callee: the parse reads those itself (`Builder`)."""
         fast = self._instructions_by_line()
         if fast is not None:
             return fast
@@ -1109,14 +1127,14 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxE
             bad_type = _UNKNOWN_TYPE.match(str(tok))
             if "ARRAY_SHAPE" in err.expected and bad_type:
                 message = f"unknown element type {bad_type.group(1)!r}"
-            elif tok.type in err.expected or tok.type in ("NAME", "OPCODE", "ARRAY_SHAPE", "ATTRIBUTE"):
+            elif tok.type in err.expected or tok.type in ("NAME", "OPCODE", "ARRAY_SHAPE", "ATTRIBUTE", "ATTR_KEY"):
                 message = f"unexpected {_TOKEN_WORDS.get(tok.type, tok.type.lower())} {shown!r}"
                 message += _describe_expected(err.expected)
             else:
                 # A token Lark found only with a lexer of every terminal: name the text alone.
                 message = f"unexpected {shown!r}" + _describe_expected(err.expected)
             # A coarse attribute token starts at its comma; point at the name after it.
-            if tok.type == "ATTRIBUTE":
+            if tok.type in ("ATTRIBUTE", "ATTR_KEY"):
                 skipped = len(tok) - len(tok.lstrip(", \t\r\n"))
                 pre = str(tok)[:skipped]
                 if "\n" in pre:
@@ -1143,7 +1161,16 @@ def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=No
     """What the grammar's `start` symbol reads from `text`: a list of modules (Unfinished
     ones with `unfinished`), or of computations for `computations`. Lazy bodies are spans
     of `source` when `text` is a prefix of it, else of `text`."""
-    builder = _lark().options.transformer
+    return parse_with(_lark(), text, filename, lazy=lazy, progress=progress, start=start, source=source,
+                      unfinished=unfinished)
+
+
+def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy: bool = False, progress=None,
+               start: str = "start", source: str | None = None, unfinished: bool = False):
+    """`parse_part` with `parser`, a Lark LALR parser of the specification (or of the fast
+    grammar) whose transformer is a `Builder`: errors become HloSyntaxError with the line,
+    column and source line."""
+    builder = parser.options.transformer
     builder.progress = progress
     builder.pending_inline = []
     builder.source = source if source is not None else text
@@ -1155,7 +1182,7 @@ def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=No
     # built; the cyclic collector would otherwise run over the growing heap again and again.
     gc.disable()
     try:
-        parsed = _lark().parse(text, start=start)
+        parsed = parser.parse(text, start=start)
     except lark.exceptions.UnexpectedInput as e:
         raise attach_source(_syntax_error(e, text), text, filename) from None
     except lark.exceptions.VisitError as e:  # an error raised inside a builder callback
