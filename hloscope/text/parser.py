@@ -483,14 +483,12 @@ _LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 def _split_instruction(text: str, line: int, column: int) -> Instruction:
     """An Instruction from the text of one INSTRUCTION token that starts at line:column."""
     m = _cuts().parts.match(text)
-    return _instruction_of(m, text[m.end():], line, column, text)
+    return _instruction_of(m, text[m.end():], line, column)
 
 
-def _instruction_of(m: re.Match[str], tail: str, line: int, column: int,
-                    text: str | None = None) -> Instruction:
+def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Instruction:
     """An Instruction from a match of `_Cuts.parts` (or `parts_line`) at line:column, with
-    `tail`, its attribute text. `text`, the instruction's own text, is needed only for
-    control predecessors and is cut from the match when not given."""
+    `tail`, its attribute text."""
     root, name, shape_text, opcode, group = m.group(1, 2, 3, 4, 5)
     try:
         shape = parse_shape(shape_text)
@@ -518,10 +516,6 @@ def _instruction_of(m: re.Match[str], tail: str, line: int, column: int,
     inst.is_root = root is not None
     inst.literal = literal
     inst.parameter_number = parameter_number
-    if "control-predecessors" in tail:
-        if text is None:
-            text = m.string[_start_of(m) : m.end(5)] + tail
-        inst.pending = _control_token(tail, Token("INSTRUCTION", text, line=line, column=column))
     return inst
 
 
@@ -770,15 +764,6 @@ def _instruction_pattern() -> "re.Pattern[str]":
     return re.compile(_lark().get_terminal("INSTRUCTION").pattern.to_regexp())
 
 
-def _control_token(tail: str, token):
-    start = tail.index("control-predecessors")
-    k = tail.rfind(",", 0, start)
-    piece = tail[k:] if k >= 0 else tail[start:]
-    m = re.match(r",?\s*control-predecessors=\s*\{[^}]*\}", piece)
-    offset = len(str(token)) - len(tail) + max(k, 0)
-    return Token("ATTRIBUTE", m.group(0) if m else piece, line=token.line, column=token.column + offset)
-
-
 def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> Instruction:
     if name_token is None:
         # XLA adds a nested instruction to the computation under the name `<opcode>.anon`.
@@ -793,9 +778,6 @@ def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> In
     elif op.operands and op.operands[0].__class__ is int:
         inst.parameter_number = op.operands[0]
         inst.operands = [o for o in op.operands if o.__class__ is not int]
-    for a in attr_tokens:
-        if "control-predecessors" in a:
-            inst.pending = a  # resolved with the operands, once the computation is read
     return inst
 
 
@@ -829,8 +811,9 @@ def _link(instructions, name: str, line: int) -> Instruction:
                 raise HloSyntaxError("one computation should have only one ROOT", inst.line, 1)
             root = inst
     for inst in instructions:
-        if inst.pending is not None:
-            _check_control_predecessors(inst, by_name)
+        control = inst.attributes.get("control-predecessors")
+        if control is not None:
+            _check_control_predecessors(inst, control, by_name)
         ops = inst.operands
         if not ops:
             continue
@@ -856,16 +839,11 @@ def _link(instructions, name: str, line: int) -> Instruction:
     return root
 
 
-def _check_control_predecessors(inst, by_name) -> None:
-    token = inst.pending
-    inst.pending = None
-    name, _, value = token.lstrip(", \t\r\n").partition("=")
-    if name != "control-predecessors":
-        return
+def _check_control_predecessors(inst, value: str, by_name) -> None:
     for ref in decode_names(value):
         if ref not in by_name:
-            k = token.find(ref)
-            raise HloSyntaxError(f"instruction '{ref}' is not defined", token.line, token.column + max(k, 0))
+            # The column is found in the source line (HloSyntaxError.hint), as for operands.
+            raise HloSyntaxError(f"instruction '{ref}' is not defined", inst.line, 0, hint=ref)
 
 
 def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None) -> Module:
@@ -1151,7 +1129,7 @@ def attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxErr
     column = err.column
     if not column and err.hint:
         # The operand's name, after the opening parenthesis of the operation.
-        m = re.search(r"[(,\s]" + re.escape(err.hint) + r"(?![\w.\-])", source_line[source_line.find("("):])
+        m = re.search(r"[(,\s{]" + re.escape(err.hint) + r"(?![\w.\-])", source_line[source_line.find("("):])
         column = source_line.find("(") + m.start() + 2 if m else 1
     return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
 
