@@ -144,8 +144,8 @@ def test_kept_results_are_the_results(name, results_home, monkeypatch):
     def not_again(*args):
         raise AssertionError("analysis ran although its result is kept")
 
-    monkeypatch.setattr(hm, "_analyze_memory", not_again)
-    monkeypatch.setattr(hc, "_Runs", not_again)
+    monkeypatch.setattr(hm, "analyze_dataflow", not_again)
+    monkeypatch.setattr(hc, "CallGraph", not_again)
     second = hloscope.load_all(path, lazy=True)[0]
     assert second.memory() == memory
     assert second.collectives() == collectives

@@ -124,7 +124,7 @@ def test_an_instruction_name_repeated_across_the_halves_is_renamed_as_in_one_pro
 def test_the_parent_reads_the_schedule_in_its_part_while_the_child_works(name, in_two, monkeypatch):
     """The entry (in the parent's tail), and the loop bodies there it runs, are read by the
     parse; each keeps its place in the text, so the outline is the sequential parse's."""
-    from hloscope.analysis.memory import _scheduled_computations
+    from hloscope.analysis.callgraph import scheduled_computations
 
     monkeypatch.setattr(runtime.Child, "ready", lambda self: False)  # a child slower than any read
     text = (FIXTURES / name / "module.hlo.txt").read_text()
@@ -141,7 +141,7 @@ def test_the_parent_reads_the_schedule_in_its_part_while_the_child_works(name, i
             expected.add(comp.name)
             stack += [c for i in comp.instructions if i.info.runs_callees for c in i.called_computations]
     assert {c.name for c in two.computations if c.is_read} == expected
-    assert len(expected) > 1 and expected <= {c.name for c in _scheduled_computations(one)}
+    assert len(expected) > 1 and expected <= {c.name for c in scheduled_computations(one)}
     assert _instructions(two) == _instructions(one)
 
 
@@ -225,11 +225,11 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
         _elementwise_parameters,
         _fusion_in_place_operands,
     )
-    from hloscope.analysis.memory import _scheduled_instructions
+    from hloscope.analysis.callgraph import scheduled_instructions
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     module = hloscope.load(FIXTURES / name / "module.hlo.txt", lazy=lazy)
-    scheduled = list(_scheduled_instructions(module))
+    scheduled = list(scheduled_instructions(module))
     facts = FusedFacts.start(scheduled, runtime.FORKING)
     assert facts is not None
     try:
@@ -270,11 +270,11 @@ def test_fused_facts_the_child_has_not_given_are_left_to_the_asker(child, monkey
     """The parent never waits for the fused-facts child: until an answer is there, or when
     the child fails, every question gets None (the asker works it out itself), never a guess."""
     from hloscope.analysis import dataflow
-    from hloscope.analysis.memory import _scheduled_instructions
+    from hloscope.analysis.callgraph import scheduled_instructions
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     module = hloscope.load(FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt", lazy=True)
-    scheduled = list(_scheduled_instructions(module))
+    scheduled = list(scheduled_instructions(module))
     if child == "still at work":
         monkeypatch.setattr(runtime.Child, "ready", lambda self: False)
     else:

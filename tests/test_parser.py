@@ -214,7 +214,7 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
         if got is None:
             return None
         return [(i.name, i.opcode, i.shape, i.operands, i.attributes.tail, i.line, i.is_root,
-                 i.literal, i.parameter_number, str(i.pending)) for i in got]
+                 i.literal, i.parameter_number) for i in got]
 
     bodies = taken = 0
     for comp in _unread_computations():

@@ -36,7 +36,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
+from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS, spellings
+from .callgraph import CallGraph
 
 GROUP_KEYS = ("kind", "computation", "op_name", "source")
 """What `CollectivesResult.group_by` (and `count-collectives --by`) can group instances by."""
@@ -218,91 +219,6 @@ KNOWN_KINDS = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS
 # ─── call graph: how often each computation runs ──────────────────────────────────────
 
 
-class _Runs:
-    """Executions of each computation per run of the entry; None = unknown trip count."""
-
-    def __init__(self, module):
-        self.module = module
-        # callee name → [(calling instruction, times the instruction runs the callee)]
-        self.callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
-        for comp in module.computations:
-            if not comp.may_mention(_CALLS):
-                continue  # an unread body that calls nothing a collective could be in
-            for inst in comp.instructions:
-                names = inst.called_computation_names
-                if not names:
-                    continue
-                # A loop (an instruction with `body=`) runs its body once per trip and its
-                # condition once more; every other callee runs once per call.
-                per_call: dict[str, int | None] = {}
-                if "body" in inst.attributes:
-                    trips = inst.known_trip_count
-                    for n in inst.attributes.decoded("body"):
-                        per_call[n] = trips
-                    for n in inst.attributes.decoded("condition") or ():
-                        per_call[n] = None if trips is None else trips + 1
-                for name in dict.fromkeys(names):
-                    self.callers[name].append((inst, per_call.get(name, 1)))
-        self._runs: dict[str, int | None] = {}
-        self._loops: dict[str, tuple[str, ...]] = {}
-        self._reachable: dict[str, bool] = {}
-
-    def runs(self, comp_name: str, _stack: tuple[str, ...] = ()) -> int | None:
-        if comp_name in self._runs:
-            return self._runs[comp_name]
-        entry = self.module.entry
-        if entry is not None and comp_name == entry.name:
-            total: int | None = 1
-        elif comp_name in _stack:  # recursion does not occur in valid HLO; do not loop forever
-            return None
-        else:
-            total = 0
-            for inst, times in self.callers.get(comp_name, ()):
-                caller = inst.computation.name
-                r = self.runs(caller, _stack + (comp_name,))
-                if r == 0 and total is not None:
-                    continue
-                if r is None or times is None or total is None:
-                    total = None
-                else:
-                    total += r * times
-        self._runs[comp_name] = total
-        return total
-
-    def reachable(self, comp_name: str, _stack: tuple[str, ...] = ()) -> bool:
-        if comp_name in self._reachable:
-            return self._reachable[comp_name]
-        entry = self.module.entry
-        if entry is not None and comp_name == entry.name:
-            ok = True
-        elif comp_name in _stack:
-            return False
-        else:
-            ok = any(self.reachable(inst.computation.name, _stack + (comp_name,))
-                     for inst, _ in self.callers.get(comp_name, ()))
-        self._reachable[comp_name] = ok
-        return ok
-
-    def loops(self, comp_name: str, _stack: tuple[str, ...] = ()) -> tuple[str, ...]:
-        """While instructions on any call path from the entry, outermost first."""
-        if comp_name in self._loops:
-            return self._loops[comp_name]
-        if comp_name in _stack:
-            return ()
-        out: dict[str, None] = {}
-        for inst, _ in self.callers.get(comp_name, ()):
-            for name in self.loops(inst.computation.name, _stack + (comp_name,)):
-                out[name] = None
-            if "body" in inst.attributes:
-                out[inst.name] = None
-        self._loops[comp_name] = tuple(out)
-        return self._loops[comp_name]
-
-    def async_callers(self, comp_name: str) -> list:
-        """The async starts that call `comp_name` (its async-wrapped computation)."""
-        return [inst for inst, _ in self.callers.get(comp_name, ()) if inst.info.async_role == "start"]
-
-
 # ─── the analysis ─────────────────────────────────────────────────────────────────────
 
 
@@ -342,15 +258,22 @@ def _groups(inst):
 # its kind's name, so a body whose text names no kind holds no collective.
 _KIND_NAMES = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS
 # Calls that can reach a collective: not to_apply of a reducer, sort or map (thread-local
-# callees never hold one), but a `call` (whose callee is its to_apply), fusions, loops,
-# conditionals, async wrappers and custom-calls.
-_CALLS = ("calls=", "body=", "condition=", "branch_computations=", "true_computation=", "false_computation=",
-          "called_computations=", " call(")
+# callees never hold one), but a `call` (whose callee is its to_apply, so it is looked for by
+# opcode), fusions, loops, conditionals, async wrappers and custom-calls.
+_CALLING_ATTRIBUTES = ("calls=", "body=", "condition=", "branch_computations=", "true_computation=",
+                       "false_computation=", "called_computations=")
+_TO_APPLY_CALLS = tuple(sorted(spellings(calls_kind="call")))
+
+
+def _may_call_into_collective(comp) -> bool:
+    """False for an unread body that certainly calls nothing a collective could be in."""
+    return comp.may_mention(_CALLING_ATTRIBUTES) or comp.may_contain(_TO_APPLY_CALLS)
 
 
 def analyze_collectives(module) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
-    runs = _Runs(module)
+    # Unread bodies that call nothing a collective could be in stay unread.
+    runs = CallGraph(module, reads=_may_call_into_collective)
     found: list[Collective] = []
     for comp in module.computations:
         if not comp.may_mention(_KIND_NAMES):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..executor import Executor
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
+from .callgraph import callees_first, loop_parts, scheduled_callees
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
 
@@ -166,20 +167,6 @@ class Dataflow:
     """`in_place_pairs` of every instruction that may write an operand's buffer."""
 
 
-def parse_input_output_alias(text: str | None) -> list[tuple[tuple, int, tuple]]:
-    """`{ {0}: (0, {}, may-alias), ... }` → [(output_index, parameter, parameter_index)]."""
-    import re
-
-    if not text:
-        return []
-    out = []
-    for m in re.finditer(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", text):
-        oi = tuple(int(x) for x in m.group(1).replace(" ", "").split(",") if x)
-        pi = tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
-        out.append((oi, int(m.group(2)), pi))
-    return out
-
-
 class _UnionFind:
     def __init__(self) -> None:
         self.parent: list[int] = []
@@ -279,57 +266,80 @@ class _Builder:
 
     def run_instruction(self, inst: Instruction, params) -> None:
         info = opcodes.info(inst.opcode)
-        rule = info.value_rule
+        _VALUE_RULES[info.value_rule](self, inst, info, params)
+
+    # One step per `OpInfo.value_rule` (`_VALUE_RULES`), each as the table describes the rule.
+    # An op missing the operands its rule reads gets fresh values, as a plain op does.
+
+    def rule_define(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        self.define_all(inst)
+
+    def rule_parameter(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if params is None:
+            self.define_all(inst)
+        else:
+            self.forward(inst, params[inst.parameter_number or 0])
+
+    def rule_forward(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if inst.operands:
+            self.forward(inst, self.sets[inst.operands[0]])
+        else:
+            self.define_all(inst)
+
+    def rule_element(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if not inst.operands:
+            self.define_all(inst)
+            return
+        k = info.start_element
+        if k is None:
+            k = int(inst.attributes.get("index", "0"))
+        self.forward(inst, self.element(inst.operands[0], k))
+
+    def rule_tuple(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        self.sets[inst] = {(): self.new(inst, (), inst.shape)}
+        for n, o in enumerate(inst.operands):
+            self.forward(inst, self.sets[o], (n,))
+
+    def rule_while(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        self.run_while(inst)
+
+    def rule_call(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        callee = scheduled_callees(inst)[0]
+        self.run_computation(callee, [self.sets[o] for o in inst.operands])
+        self.forward(inst, self.sets[callee.root])
+
+    def rule_conditional(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
         ops = inst.operands
-        if rule == "define":
+        branches = scheduled_callees(inst)
+        for n, b in enumerate(branches):
+            self.run_computation(b, [self.sets[ops[n + 1]]])
+        self.define_all(inst)
+        for idx, v in self.sets[inst].items():
+            v.is_phi = True
+            self.while_links.append((v, *[self.sets[b.root][idx] for b in branches]))
+
+    def rule_done(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if not inst.operands:
             self.define_all(inst)
-        elif rule == "parameter":
-            if params is None:
-                self.define_all(inst)
-            else:
-                self.forward(inst, params[inst.parameter_number or 0])
-        elif rule == "forward" and ops:
-            self.forward(inst, self.sets[ops[0]])
-        elif rule == "element" and ops:
-            k = info.start_element
-            if k is None:
-                k = int(inst.attributes.get("index", "0"))
-            self.forward(inst, self.element(ops[0], k))
-        elif rule == "tuple":
-            self.sets[inst] = {(): self.new(inst, (), inst.shape)}
-            for n, o in enumerate(ops):
-                self.forward(inst, self.sets[o], (n,))
-        elif rule == "while":
-            self.run_while(inst)
-        elif rule == "call":
-            callee = inst.called_computations[0]
-            self.run_computation(callee, [self.sets[o] for o in ops])
-            self.forward(inst, self.sets[callee.root])
-        elif rule == "conditional":
-            branches = inst.called_computations
-            for n, b in enumerate(branches):
-                self.run_computation(b, [self.sets[ops[n + 1]]])
-            self.define_all(inst)
-            for idx, v in self.sets[inst].items():
-                v.is_phi = True
-                self.while_links.append((v, *[self.sets[b.root][idx] for b in branches]))
-        elif rule == "done" and ops:
-            k = info.start_element
-            start = self.sets[ops[0]]
-            self.forward(inst, {i[1:]: v for i, v in start.items() if i and i[0] == k})
-            if inst.shape.is_tuple:
-                self.sets[inst][()] = self.new(inst, (), inst.shape)
-        elif rule == "copy-start":
-            self.sets[inst] = {(): self.new(inst, (), inst.shape),
-                               (0,): self.new(inst, (0,), inst.shape.at((0,)))}
-            self.forward(inst, self.sets[ops[0]], (1,))
-            for idx, sub in _indices(inst.shape):
-                if idx and idx[0] >= 2:
-                    self.sets[inst][idx] = self.new(inst, idx, sub)
-        elif rule == "async-start" and inst.shape.is_tuple:
+            return
+        k = info.start_element
+        start = self.sets[inst.operands[0]]
+        self.forward(inst, {i[1:]: v for i, v in start.items() if i and i[0] == k})
+        if inst.shape.is_tuple:
+            self.sets[inst][()] = self.new(inst, (), inst.shape)
+
+    def rule_copy_start(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        self.sets[inst] = {(): self.new(inst, (), inst.shape),
+                           (0,): self.new(inst, (0,), inst.shape.at((0,)))}
+        self.forward(inst, self.sets[inst.operands[0]], (1,))
+        for idx, sub in _indices(inst.shape):
+            if idx and idx[0] >= 2:
+                self.sets[inst][idx] = self.new(inst, idx, sub)
+
+    def rule_async_start(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if inst.shape.is_tuple:
             self.run_async_start(inst, info)
         else:
-            # Everything else writes a fresh value at every index of its output.
             self.define_all(inst)
 
     def run_async_start(self, inst: Instruction, info: opcodes.OpInfo) -> None:
@@ -344,10 +354,8 @@ class _Builder:
                 self.forward(inst, self.sets[o], (0, n))
         elif ops:
             self.forward(inst, self.sets[ops[0]], (0,))
-        wrapped = None
-        if info.async_computation:
-            called = inst.called_computations
-            wrapped = called[0] if called else None
+        called = scheduled_callees(inst)  # [] but for an async start with its computation
+        wrapped = called[0] if called else None
         self.async_wrapped[inst] = wrapped
         root_vals: dict[tuple, Value] | None = None
         if wrapped is not None and wrapped.execution_thread == "main":
@@ -365,10 +373,7 @@ class _Builder:
                 out[idx] = v
 
     def run_while(self, inst: Instruction) -> None:
-        body, cond = None, None
-        names = inst.attributes
-        body = self.module.computation(names.decoded("body")[0]) if "body" in names else None
-        cond = self.module.computation(names.decoded("condition")[0]) if "condition" in names else None
+        cond, body = loop_parts(inst)
         init = self.sets[inst.operands[0]]
         # Phi values at every index of the state, at the condition parameter, the body
         # parameter and the while itself; resolved after the body is known.
@@ -396,14 +401,33 @@ class _Builder:
         self.sets[inst] = out
 
 
+_VALUE_RULES = {
+    "define": _Builder.rule_define,
+    "parameter": _Builder.rule_parameter,
+    "forward": _Builder.rule_forward,
+    "element": _Builder.rule_element,
+    "tuple": _Builder.rule_tuple,
+    "done": _Builder.rule_done,
+    "copy-start": _Builder.rule_copy_start,
+    "async-start": _Builder.rule_async_start,
+    "while": _Builder.rule_while,
+    "call": _Builder.rule_call,
+    "conditional": _Builder.rule_conditional,
+}
+"""The builder's step for each value rule of the opcode table."""
+assert _VALUE_RULES.keys() == set(opcodes.VALUE_RULES), "every value rule of the table needs a step"
+
+
 def _resolve(v: Value) -> Value:
     while v.replaced_by is not None:
         v = v.replaced_by
     return v
 
 
-# How an in-place op shows in a body's text (`dynamic-update-slice(`), from the opcode table.
-_IN_PLACE_CALLS = tuple(f"{op}(" for op in opcodes.all_known() if opcodes.info(op).in_place_operand is not None)
+# In-place ops (dynamic-update-slice, scatter) and fusions, from the opcode table: sets an
+# opcode is looked up in, as cheap as comparing it with one name.
+_IN_PLACE_OPS = tuple(sorted(op for op in opcodes.all_known() if opcodes.info(op).in_place_operand is not None))
+_FUSIONS = opcodes.spellings(calls_kind="fused")
 
 
 def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
@@ -414,7 +438,7 @@ def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None
         if known is not None:
             return known
     called = inst.called_computations
-    if not called or not called[0].may_mention(_IN_PLACE_CALLS):
+    if not called or not called[0].may_contain(_IN_PLACE_OPS):
         return []  # an unread body with no in-place op in its text: no need to read it
     peek = called[0].peek()
     if peek is not None:
@@ -461,7 +485,7 @@ def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[t
     k = inst.info.in_place_operand
     if k is not None:
         return [((), k, ())]
-    if inst.opcode == "fusion":
+    if inst.opcode in _FUSIONS:
         return _fusion_in_place_operands(inst, facts)
     return []
 
@@ -538,10 +562,10 @@ def _analyze_dataflow(module: Module, facts: FusedFacts | None) -> Dataflow:
                     uf.union(a.buffer, c.buffer)
     entry = module.entry
     params = {p.parameter_number: p for p in entry.parameters}
-    for oi, pn, pi in parse_input_output_alias(module.attributes.get("input_output_alias")):
-        a = b.sets.get(entry.root, {}).get(oi)
-        p = params.get(pn)
-        c = b.sets.get(p, {}).get(pi) if p is not None else None
+    for alias in module.attributes.decoded("input_output_alias", ()):
+        a = b.sets.get(entry.root, {}).get(alias.output_index)
+        p = params.get(alias.parameter)
+        c = b.sets.get(p, {}).get(alias.parameter_index) if p is not None else None
         if a is not None and c is not None:
             uf.union(a.buffer, c.buffer)
 
@@ -660,7 +684,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     for oi, n, pi in user_facts.pairs:
         if oi == user_value.index:
             return (n, pi) == (k, operand_value.index)
-    if user.opcode == "fusion":
+    if user.opcode in _FUSIONS:
         if user_facts.fused is None:
             return False
         if user_facts.elementwise_parameters is None:
@@ -679,14 +703,14 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     facts = _SharingFacts.of(user, cache, in_place)
     if facts.pairs:
         return True
-    if user.opcode == "fusion":
+    if user.opcode in _FUSIONS:
         return facts.fused is not None
     return user.info.elementwise
 
 
 def _is_loop_or_input_fusion(inst: Instruction) -> bool:
     """A fusion whose output XLA may write over an operand read element by element."""
-    return inst.opcode == "fusion" and inst.attributes.uncached("kind") in ("kLoop", "kInput")
+    return inst.opcode in _FUSIONS and inst.attributes.uncached("kind") in ("kLoop", "kInput")
 
 
 class _SharingFacts:
@@ -751,7 +775,7 @@ class FusedFacts:
     @classmethod
     def start(cls, scheduled: list[Instruction], executor: Executor) -> FusedFacts | None:
         """A job at work on the fusions among `scheduled`, or None (the executor runs none)."""
-        fusions = [inst for inst in scheduled if inst.opcode == "fusion"]
+        fusions = [inst for inst in scheduled if inst.opcode in _FUSIONS]
         child = executor.stream(_send_fused_facts, fusions) if fusions else None
         return cls(child, fusions) if child is not None else None
 
@@ -827,32 +851,11 @@ def _send_fused_facts(send, fusions: list[Instruction]) -> None:
     send(elementwise)
 
 
-_CONTROL_FLOW = frozenset({"while", "call", "conditional"})
-"""Value rules of ops whose callees run as part of the module's timeline."""
-
-
 def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
     """The order of XLA's HloValue ids: computations callees-first, instructions in DFS
     post-order from the unused ones (operands first, in order), shape indices pre-order.
     Buffer assignment breaks ties between equal buffers by it."""
-    module = dataflow.module
-    comp_order: list[Computation] = []
-    seen_c: set[str] = set()
-
-    info = opcodes.info
-    async_wrapped = dataflow.async_wrapped
-
-    def visit_comp(c: Computation) -> None:
-        if c.name in seen_c:
-            return
-        seen_c.add(c.name)
-        for inst in c.instructions:
-            if info(inst.opcode).value_rule in _CONTROL_FLOW or inst in async_wrapped:
-                for callee in inst.called_computations:
-                    visit_comp(callee)
-        comp_order.append(c)
-
-    visit_comp(module.entry)
+    comp_order = callees_first(dataflow.module)
     rank: dict[Instruction, int] = {}
     pushed: set[Instruction] = set()
     push = pushed.add

@@ -27,7 +27,8 @@ from operator import lt
 from ..executor import INLINE, Executor
 from ..ir.module import Computation, Instruction
 from ..ir.opcodes import info as opinfo
-from .dataflow import AT_DEFINITION, Dataflow, Value, parse_input_output_alias
+from .callgraph import loop_parts, scheduled_callees
+from .dataflow import AT_DEFINITION, Dataflow, Value
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class Schedule:
 
 
 def flatten_schedule(dataflow: Dataflow) -> Schedule:
+    """The module's one timeline: each computation the schedule runs inlined where it runs
+    (`callgraph.scheduled_callees`), async printing sugar given its wrapped op's steps."""
     module = dataflow.module
     steps: list[str] = []
     time: dict[Instruction, int] = {}
@@ -58,35 +61,27 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
     wrapped_time: dict[Instruction, int] = {}
     async_context: dict[Computation, Instruction] = {}
 
+    async_wrapped = dataflow.async_wrapped
+
     def visit(comp: Computation) -> None:
         if comp in span:
             return
         start = len(steps)
         for inst in comp.instructions:
             info = opinfo(inst.opcode)
-            rule = info.value_rule
-            if rule == "call" or rule == "conditional":
-                for c in inst.called_computations:
-                    visit(c)
-            elif rule == "while":
-                names = inst.attributes
+            if info.runs_callees:
                 # Condition first, then body: their order on the timeline is XLA's.
-                for key in ("condition", "body"):
-                    c = module.computation(names.decoded(key)[0])
-                    if c is not None:
-                        visit(c)
-            elif inst in dataflow.async_wrapped:
-                wrapped = dataflow.async_wrapped[inst]
-                if wrapped is not None:
-                    async_context[wrapped] = inst
-                    visit(wrapped)
-                elif info.sugar:
-                    # Printing sugar: XLA's wrapped computation holds one parameter per operand
-                    # and the wrapped op; they take steps of their own before the start.
-                    for n in range(len(inst.operands)):
-                        steps.append(f"{inst.name}/param_{n}")
-                    wrapped_time[inst] = len(steps)
-                    steps.append(f"{inst.name}/{info.wrapped}")
+                for c in scheduled_callees(inst):
+                    if info.calls_kind == "async":
+                        async_context[c] = inst
+                    visit(c)
+            elif info.sugar and inst in async_wrapped:
+                # Printing sugar: XLA's wrapped computation holds one parameter per operand
+                # and the wrapped op; they take steps of their own before the start.
+                for n in range(len(inst.operands)):
+                    steps.append(f"{inst.name}/param_{n}")
+                wrapped_time[inst] = len(steps)
+                steps.append(f"{inst.name}/{info.wrapped}")
             time[inst] = len(steps)
             steps.append(inst.name)
         span[comp] = (start, len(steps))
@@ -152,7 +147,7 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
     module = dataflow.module
     time, span = sched.time, sched.span
     entry = module.entry
-    aliased_params = {(pn, pi) for _, pn, pi in parse_input_output_alias(module.attributes.get("input_output_alias"))}
+    aliased_params = {(a.parameter, a.parameter_index) for a in module.attributes.decoded("input_output_alias", ())}
     done_time: dict[Computation, int] = {}
     for comp, start in sched.async_context.items():
         done = _chain_done(start)
@@ -168,11 +163,11 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
         info = opinfo(inst.opcode)
         if not info.uses_operand_values:
             continue
-        rule = info.value_rule
-        if rule == "call" and all(c in span for c in inst.called_computations):
+        kind = info.calls_kind
+        if kind == "call" and all(c in span for c in inst.called_computations):
             continue
-        if rule == "while":
-            body = module.computation(inst.attributes.decoded("body")[0])
+        if kind == "loop":
+            body = loop_parts(inst)[1]
             if body is not None and body in span and body.parameters:
                 t = time.get(body.parameters[0])
                 if t is None:

@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import NotScheduledError
 from ..executor import INLINE, Executor
 from ..ir.module import Instruction
+from .callgraph import scheduled_computations, scheduled_instructions
 from .dataflow import (
     FUSED_FACTS_MIN_COMPUTATIONS,
     Dataflow,
@@ -21,7 +22,6 @@ from .dataflow import (
     analyze_dataflow,
     can_share_operand_buffer,
     may_share_any_operand_buffer,
-    parse_input_output_alias,
 )
 from .liveness import (
     Heap,
@@ -105,34 +105,13 @@ class MemoryAnalysis:
         }
 
 
-def _scheduled_computations(module):
-    """The computations the schedule runs: the entry and what its control flow and async
-    starts call, not fused or applied computations, which are read lazily. Each is yielded
-    before it is read (its callees are found after)."""
-    seen, stack = set(), [module.entry]
-    while stack:
-        comp = stack.pop()
-        if comp is None or comp.name in seen:
-            continue
-        seen.add(comp.name)
-        yield comp
-        for inst in comp.instructions:
-            if inst.info.runs_callees:
-                stack.extend(inst.called_computations)
-
-
-def _scheduled_instructions(module):
-    for comp in _scheduled_computations(module):
-        yield from comp.instructions
-
-
 _GPU_MARKERS = ("operation_queue_id", "__triton", "__cublas")
 
 
 def detect_platform(module) -> str:
     """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO: tiled
     layouts in the entry's shapes (TPU); a GPU backend config or cuBLAS call in the schedule."""
-    for comp in _scheduled_computations(module):  # the entry first
+    for comp in scheduled_computations(module):  # the entry first
         # An unread body's text says, without reading it, that no GPU marker is there.
         maybe_gpu = comp.may_mention(_GPU_MARKERS)
         if comp is module.entry and any(":T(" in inst.shape.text for inst in comp.instructions):
@@ -313,25 +292,12 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
             "(`jax.jit(f).lower(...).compile().as_text()` or an `*after_optimizations.txt` dump), "
             "whose header says `is_scheduled=true`"
         )
-    import gc
-
-    # Hundreds of thousands of small, acyclic objects: no cyclic collection while they are made.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _analyze_memory(module, platform, alignment, executor)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _analyze_memory(module, platform: str | None, alignment: int | None, executor: Executor) -> MemoryAnalysis:
     # First: it looks at the scheduled bodies' text before they are read.
     platform = platform or detect_platform(module)
     facts = None
     if len(module.computations) >= FUSED_FACTS_MIN_COMPUTATIONS:
         # The scheduled bodies read first: the child then has them too.
-        facts = FusedFacts.start(list(_scheduled_instructions(module)), executor)
+        facts = FusedFacts.start(list(scheduled_instructions(module)), executor)
     try:
         return _analyze_memory_with(module, platform, alignment, facts, executor)
     finally:
@@ -350,10 +316,10 @@ def _analyze_memory_with(module, platform: str | None, alignment: int | None,
                    if v.instruction is p)
     params = {p.parameter_number: p for p in entry.parameters}
     alias = 0
-    for _, pn, pi in parse_input_output_alias(module.attributes.get("input_output_alias")):
-        p = params.get(pn)
+    for a in module.attributes.decoded("input_output_alias", ()):
+        p = params.get(a.parameter)
         if p is not None:
-            alias += p.shape.at(pi).byte_size
+            alias += p.shape.at(a.parameter_index).byte_size
     output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
 
     excluded = df.live_out | df.entry_param_buffers | df.constant_buffers

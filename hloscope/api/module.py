@@ -22,7 +22,8 @@ from . import cache, runtime
 
 
 def _memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
-    return analyze_memory(module, platform, alignment, executor=runtime.FORKING)
+    with runtime.no_cyclic_gc():
+        return analyze_memory(module, platform, alignment, executor=runtime.FORKING)
 
 
 _memory = cache.memoized("memory", (MemoryAnalysis, LiveBuffer))(_memory)

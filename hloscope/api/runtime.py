@@ -15,8 +15,10 @@ whether a child ran.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
+import gc
 import marshal
 import os
 import select
@@ -202,3 +204,17 @@ def trim() -> None:
     fn = _malloc_trim()
     if fn is not None:
         fn(0)
+
+
+@contextlib.contextmanager
+def no_cyclic_gc():
+    """No cyclic garbage collection while the block runs: an analysis makes hundreds of
+    thousands of small, acyclic objects, and the collector would scan the growing heap again
+    and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

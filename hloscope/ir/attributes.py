@@ -147,6 +147,64 @@ def decode_output_to_operand_aliasing(text: str) -> tuple[OperandAlias, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class ParameterAlias:
+    """One module `input_output_alias` entry: output `{index}` is entry parameter N's `{index}`
+    (its buffer donated to the output)."""
+
+    output_index: tuple[int, ...]
+    parameter: int
+    parameter_index: tuple[int, ...]
+    kind: str = "may-alias"
+    """`may-alias` or `must-alias`, as written; XLA takes `may-alias` when none is."""
+
+
+class AliasSyntaxError(ValueError):
+    """A malformed `input_output_alias` entry; `offset` is where it starts in the text."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+_SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
+_ALIAS_ENTRY = re.compile(
+    "(" + _SHAPE_INDEX + r")\s*:\s*\(\s*(\d+)\s*,\s*(" + _SHAPE_INDEX + r")\s*(?:,\s*([\w\-]+)\s*)?\)"
+)
+_ENTRY_END = re.compile(r"\s*(?:,|\Z)")
+
+
+def decode_input_output_alias(text: str, strict: bool = False) -> tuple[ParameterAlias, ...]:
+    """`{ {0}: (0, {}, may-alias), {1}: (1, {2}) }` → one ParameterAlias per entry.
+
+    Lenient by default (analyses: what is not an entry is skipped). `strict` reads it as
+    XLA's parser does, the braces and every entry, and raises AliasSyntaxError at the first
+    entry it cannot read (`offset` into `text`, at its first non-blank character)."""
+    if not strict:
+        return tuple(_alias(m) for m in _ALIAS_ENTRY.finditer(text))
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise AliasSyntaxError("expects '{' to start input_output_alias", text.find(body))
+    base = text.find(body) + 1
+    inner = body[1:-1]
+    out = []
+    pos = 0
+    while inner[pos:].strip():
+        start = len(inner) - len(inner[pos:].lstrip())
+        m = _ALIAS_ENTRY.match(inner, start)
+        end = _ENTRY_END.match(inner, m.end()) if m is not None else None
+        if end is None:
+            raise AliasSyntaxError("malformed input_output_alias entry", base + start)
+        out.append(_alias(m))
+        pos = end.end()
+    return tuple(out)
+
+
+def _alias(m: re.Match) -> ParameterAlias:
+    return ParameterAlias(decode_int_list(m.group(1)), int(m.group(2)), decode_int_list(m.group(3)),
+                          m.group(4) or "may-alias")
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaGroups:
     """Replica groups in any of XLA's three printed forms.
 
@@ -306,6 +364,7 @@ DECODERS: dict[str, Callable[[str], Any]] = {
     "replica_groups": decode_replica_groups,
     "source_target_pairs": decode_pairs,
     "output_to_operand_aliasing": decode_output_to_operand_aliasing,
+    "input_output_alias": decode_input_output_alias,
     "custom_call_target": unquote,
     "execution_thread": unquote,
     "async_execution_thread": unquote,

@@ -62,7 +62,6 @@ class Instruction:
         "parameter_number",
         "users",
         "nested",
-        "pending",
         "_called",
     )
 
@@ -79,7 +78,6 @@ class Instruction:
         self.parameter_number: int | None = None
         self.users: list[Instruction] = []
         self.nested = False
-        self.pending = None  # parser's scratch: attributes still to resolve
         self._called: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
@@ -257,6 +255,13 @@ class Computation:
             if body.mentions(lit):
                 return True
         return False
+
+    def may_contain(self, opcodes: tuple[str, ...]) -> bool:
+        """False only when the unread body certainly holds no instruction with one of `opcodes`
+        (spelled as the text writes them: `reduce-scatter-start`, not `async-start`). An
+        instruction line writes blanks between its shape and its opcode, so the body's text
+        then holds the opcode after a space or a tab (`may_mention`); True when unsure."""
+        return self.may_mention(tuple(blank + op for op in opcodes for blank in (" ", "\t")))
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"

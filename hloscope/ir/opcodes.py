@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 COLLECTIVE_KINDS = (
     "all-gather",
@@ -25,6 +25,15 @@ COLLECTIVE_KINDS = (
 
 POINT_TO_POINT_KINDS = ("send", "recv")
 """Host/device transfers and pipeline sends, reported apart from collectives."""
+
+VALUE_RULES = ("define", "parameter", "forward", "element", "tuple", "done", "copy-start", "async-start",
+               "while", "call", "conditional")
+"""Every `OpInfo.value_rule` (`hloscope.analysis.dataflow` has one builder step per rule)."""
+
+CALLS_KINDS = ("loop", "call", "branches", "async", "fused", "applied")
+"""Every `OpInfo.calls_kind`; the first four run their callees as steps of the schedule."""
+
+_SCHEDULED_CALLS = frozenset(CALLS_KINDS[:4])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +57,8 @@ class OpInfo:
     # conservative answers for an unknown opcode: a fresh value at every index, reading every
     # operand, sharing no operand's buffer unless `output_to_operand_aliasing` says so.
     value_rule: str = "define"
-    """How its output gets its values (`dataflow._Builder` has one method per rule): `define`
+    """How its output gets its values (one of `VALUE_RULES`; the dataflow builder has one step
+    per rule, `hloscope.analysis.dataflow._VALUE_RULES`): `define`
     (a new value at every index), `parameter` (the caller's values), `forward` (operand 0's
     values), `element` (element `{start_element}` of operand 0, or `{index=}` for
     get-tuple-element), `tuple` (a new top-level value, operand n at `{n}`), `done` (element
@@ -73,18 +83,33 @@ class OpInfo:
     shares_operand_buffer: bool = True
     """The heap simulator may put its output in the slot of an operand that dies at this step,
     when the op allows it (False for copy, whose point is a fresh buffer)."""
-    async_computation: bool = False
-    """Runs its called computation (`calls=`) asynchronously; that computation's values live
-    until the matching done (async-start)."""
+    calls_kind: str | None = None
+    """How it runs the computations it calls (XLA's call contexts): `loop` (a while: its
+    condition and body once per trip, the condition once more), `call` (its callee once, in
+    line), `branches` (a conditional: one of its branches), `async` (an async start: its
+    wrapped computation, `calls=`, whose values live until the matching done), `fused` (a
+    fusion: its computation is the op's own code, never a step of the schedule), `applied`
+    (a reducer, comparator or scatter combiner applied element by element, thread-local);
+    None when it calls nothing, or hloscope does not know what its callees do (custom-call)."""
     sugar: bool = False
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
+    runs_callees: bool = field(init=False, default=False)
+    """Its called computations run as steps of the schedule (`calls_kind` loop, call,
+    branches or async), not fused or applied. Derived from `calls_kind`, kept as a field:
+    the schedule walks ask it of every instruction."""
+
+    def __post_init__(self) -> None:
+        if self.value_rule not in VALUE_RULES:
+            raise ValueError(f"{self.name}: unknown value rule {self.value_rule!r}")
+        if self.calls_kind is not None and self.calls_kind not in CALLS_KINDS:
+            raise ValueError(f"{self.name}: unknown calls kind {self.calls_kind!r}")
+        object.__setattr__(self, "runs_callees", self.calls_kind in _SCHEDULED_CALLS)
 
     @property
-    def runs_callees(self) -> bool:
-        """Its called computations run as steps of the schedule (a while's body and condition,
-        a call's or conditional's callees, an async start's), not fused or applied."""
-        return self.value_rule in ("while", "call", "conditional") or self.async_computation
+    def is_loop(self) -> bool:
+        """A loop (`calls_kind` loop): runs its body per trip, under its trip count."""
+        return self.calls_kind == "loop"
 
 
 def _op(name, **kw) -> OpInfo:
@@ -120,6 +145,10 @@ parameter constant tuple get-tuple-element bitcast broadcast reshape transpose c
 convolution iota concatenate while call conditional partition-id replica-id
 """.split()
 
+# Ops whose callee (`to_apply`, `select`, `scatter`) is applied element by element.
+_APPLIES = ("reduce", "reduce-window", "map", "sort", "select-and-scatter", "scatter", "all-reduce", "reduce-scatter",
+            "all-reduce-start")
+
 _TABLE: dict[str, OpInfo] = {name: _op(name) for name in _PLAIN}
 _TABLE.update(
     {
@@ -129,9 +158,10 @@ _TABLE.update(
         "get-tuple-element": _op("get-tuple-element", value_rule="element",
                                  uses_only_top_level=True),
         "tuple": _op("tuple", value_rule="tuple", uses_operand_values=False),
-        "while": _op("while", value_rule="while"),
-        "call": _op("call", value_rule="call"),
-        "conditional": _op("conditional", value_rule="conditional"),
+        "while": _op("while", value_rule="while", calls_kind="loop"),
+        "call": _op("call", value_rule="call", calls_kind="call"),
+        "conditional": _op("conditional", value_rule="conditional", calls_kind="branches"),
+        "fusion": _op("fusion", calls_kind="fused"),
         "domain": _op("domain", value_rule="forward", uses_operand_values=False),
         "add-dependency": _op("add-dependency", value_rule="forward"),
         "opt-barrier": _op("opt-barrier", value_rule="forward"),
@@ -140,7 +170,7 @@ _TABLE.update(
         "dynamic-update-slice": _op("dynamic-update-slice", in_place_operand=0),
         "scatter": _op("scatter", in_place_operand=0),
         # Async machinery.
-        "async-start": _op("async-start", async_role="start", value_rule="async-start", async_computation=True),
+        "async-start": _op("async-start", async_role="start", value_rule="async-start", calls_kind="async"),
         "async-update": _op("async-update", async_role="update", value_rule="forward"),
         "async-done": _op("async-done", async_role="done", value_rule="done", start_element=1),
         "copy-start": _op("copy-start", async_role="start", wrapped="copy", value_rule="copy-start"),
@@ -166,6 +196,8 @@ for _kind in ("all-gather", "all-reduce", "collective-permute"):
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
         value_rule="done" if tuple_output else "forward", start_element=1 if tuple_output else None,
     )
+for _name in _APPLIES:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], calls_kind="applied")
 for _name in _ELEMENTWISE:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
 for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
@@ -204,3 +236,11 @@ def info(opcode: str) -> OpInfo:
 def all_known() -> list[str]:
     """Every opcode spelling in the table (sugar forms excluded)."""
     return sorted(_TABLE)
+
+
+def spellings(**facts) -> frozenset[str]:
+    """The table's spellings (sugar excluded) whose OpInfo has every given fact
+    (`spellings(calls_kind="fused")`): a set an instruction's opcode is looked up in, where
+    asking `info()` of each of a module's instructions would cost more."""
+    return frozenset(name for name, op in _TABLE.items()
+                     if all(getattr(op, key) == value for key, value in facts.items()))
