@@ -22,7 +22,13 @@ from lark import Token, Transformer
 from .. import grammar
 from ..errors import HloSyntaxError
 from ..ir import opcodes
-from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, decode_names
+from ..ir.attributes import (
+    COMPUTATION_ATTRIBUTES,
+    AliasSyntaxError,
+    Attributes,
+    decode_input_output_alias,
+    decode_names,
+)
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import (
     UNKNOWN,
@@ -878,18 +884,22 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
 
 
 _SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
-_ALIAS_ENTRY = re.compile(
-    r"\s*" + _SHAPE_INDEX + r"\s*:\s*\(\s*\d+\s*,\s*" + _SHAPE_INDEX + r"\s*(?:,\s*[\w\-]+\s*)?\)\s*(?:,|\Z)"
-)
 _DONOR_ENTRY = re.compile(r"\s*\(\s*\d+\s*,\s*" + _SHAPE_INDEX + r"\s*\)\s*(?:,|\Z)")
 
 
 def _check_module_attribute(token) -> None:
     """input_output_alias and buffer_donor are structure the memory figures rest on: their
     syntax is checked when the module is read, as XLA does."""
-    name, _, value = str(token).lstrip(", \t\r\n").partition("=")
-    entry = {"input_output_alias": _ALIAS_ENTRY, "buffer_donor": _DONOR_ENTRY}.get(name)
-    if entry is None:
+    written = str(token)
+    name, _, value = written.lstrip(", \t\r\n").partition("=")
+    value_at = written.find("=") + 1  # where `value` starts in the token
+    if name == "input_output_alias":
+        try:
+            decode_input_output_alias(value, strict=True)
+        except AliasSyntaxError as e:
+            raise HloSyntaxError(str(e), token.line, token.column + value_at + e.offset) from None
+        return
+    if name != "buffer_donor":
         return
     body = value.strip()
     if not (body.startswith("{") and body.endswith("}")):
@@ -897,9 +907,9 @@ def _check_module_attribute(token) -> None:
     inner = body[1:-1]
     pos = 0
     while inner[pos:].strip():
-        m = entry.match(inner, pos)
+        m = _DONOR_ENTRY.match(inner, pos)
         if m is None:
-            k = str(token).find(body) + 1 + pos + (len(inner[pos:]) - len(inner[pos:].lstrip()))
+            k = written.find(body) + 1 + pos + (len(inner[pos:]) - len(inner[pos:].lstrip()))
             raise HloSyntaxError(f"malformed {name} entry", token.line, token.column + k)
         pos = m.end()
 
