@@ -300,13 +300,13 @@ def parser_fingerprint() -> str:
     import hashlib
 
     h = hashlib.sha1()
-    for rel in ("hloscope/parser.py", "grammars/hlo.lark"):
+    for rel in ("hloscope/text/parser.py", "grammars/hlo.lark", "grammars/hlo_fast.lark"):
         h.update((REPO / rel).read_bytes())
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--",
-                                "hloscope/parser.py", "grammars/hlo.lark"],
+                                "hloscope/text/parser.py", "grammars/"],
                                capture_output=True, text=True).stdout.strip()
     except OSError:
         head, dirty = "?", ""

@@ -73,7 +73,7 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-# ─── the parsed-module cache (hloscope/cache.py, when there is one) ─────────────────────
+# ─── the parsed-module cache (hloscope/api/cache.py) ─────────────────────
 
 
 class ModuleCache:
@@ -97,7 +97,7 @@ class ModuleCache:
         shutil.rmtree(self.results, ignore_errors=True)
 
     def describe(self) -> str:
-        return (f"hloscope/cache.py; cold = {self.modules} and {self.results} cleared before each run; "
+        return (f"hloscope/api/cache.py; cold = {self.modules} and {self.results} cleared before each run; "
                 "warm = both kept; 'outline only' = results cleared (another command ran first)")
 
 
