@@ -279,9 +279,40 @@ class _Sharing:
         return may_share_any_operand_buffer(user, self.cache, self.dataflow.in_place)
 
 
-def analyze_memory(module, platform: str | None = None, alignment: int | None = None,
-                   executor: Executor = INLINE) -> MemoryAnalysis:
-    """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`.
+@dataclass(frozen=True)
+class MemoryModel:
+    """What the memory analysis builds on its way to the figures, for the analyses that ask
+    more of it (held gathers, roles): the values and buffers, their live ranges over the
+    flattened schedule, and the packed heap of each memory space."""
+
+    module: Any
+    platform: str
+    dataflow: Dataflow
+    live: LiveRanges
+    heaps: dict[int, Heap]
+    """The temp heap of each memory space (0 is the default, HBM)."""
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+
+    @property
+    def peak_step(self) -> int:
+        """The step of the flattened schedule where the most default-space temp bytes are live."""
+        heap = self.heaps.get(0)
+        return heap.max_live_at if heap is not None else 0
+
+    def live_at(self, step: int) -> list[Value]:
+        """The default space's temp values live at `step`."""
+        heap = self.heaps.get(0)
+        if heap is None:
+            return []
+        ranges = self.live.ranges
+        return [v for v in heap.offsets if ranges[v][0] <= step <= ranges[v][1]]
+
+
+def build_memory_model(module, platform: str | None = None, alignment: int | None = None,
+                       executor: Executor = INLINE) -> MemoryModel:
+    """Values, live ranges and packed heaps of a scheduled module (see `MemoryModel`).
 
     Raises NotScheduledError for a module without `is_scheduled=true`: liveness needs the
     optimized, scheduled HLO (`compiled.as_text()` or a `*after_optimizations*.txt` dump).
@@ -299,14 +330,14 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         # The scheduled bodies read first: the child then has them too.
         facts = FusedFacts.start(list(scheduled_instructions(module)), executor)
     try:
-        return _analyze_memory_with(module, platform, alignment, facts, executor)
+        return _build_with(module, platform, alignment, facts, executor)
     finally:
         if facts is not None:
             facts.close()
 
 
-def _analyze_memory_with(module, platform: str | None, alignment: int | None,
-                         facts: FusedFacts | None, executor: Executor) -> MemoryAnalysis:
+def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts | None,
+                executor: Executor) -> MemoryModel:
     alignment = alignment or ALIGNMENT.get(platform, 1)
     df = analyze_dataflow(module, facts)
     live = compute_live_ranges(df)
@@ -338,18 +369,24 @@ def _analyze_memory_with(module, platform: str | None, alignment: int | None,
         sharing = _Sharing(df, facts)
         heaps[space] = simulate_heap(df, live, vs, alignment, sharing.may_share, sharing.may_share_any, executor)
         del sharing
+    return MemoryModel(module, platform, df, live, heaps, argument, output, alias)
+
+
+def analyze_memory(module, platform: str | None = None, alignment: int | None = None,
+                   executor: Executor = INLINE, model: MemoryModel | None = None) -> MemoryAnalysis:
+    """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`. `model`:
+    the module's `build_memory_model`, when the caller has it already."""
+    if model is None:
+        model = build_memory_model(module, platform, alignment, executor)
+    live, heaps = model.live, model.heaps
+    argument, output, alias = model.argument_bytes, model.output_bytes, model.alias_bytes
     heap = heaps.get(0)
     steps = live.schedule.steps
     if heap is None:
         temp, max_live, at, timeline = 0, 0, 0, [0] * (len(steps) + 1)
     else:
         temp, max_live, at, timeline = heap.size, heap.max_live, heap.max_live_at, heap.timeline
-    at_live = []
-    if heap is not None:
-        for v in heap.offsets:
-            s, e = live.ranges[v]
-            if s <= at <= e:
-                at_live.append(v)
+    at_live = model.live_at(at)
     # One entry per buffer slot: values of one group at the same step are the same bytes.
     seen_slots: set[int] = set()
     rows = []
@@ -374,6 +411,6 @@ def _analyze_memory_with(module, platform: str | None, alignment: int | None,
         temp_max_live_bytes=max_live,
         timeline=tuple(timeline),
         steps=tuple(steps),
-        platform=platform,
+        platform=model.platform,
         other_memory_space_bytes={s: h.size for s, h in heaps.items() if s != 0},
     )

@@ -1,6 +1,6 @@
-"""The api layer: reading HLO into analysable modules, with the cache and the executor wired in."""
+"""The api layer: reading HLO into analysable modules (loading), the Module users get
+(module), with the cache (cache) and the forking executor (runtime) wired in.
 
-from .loading import from_compiled, load, load_all, parse, parse_all
-from .module import Module
-
-__all__ = ["Module", "from_compiled", "load", "load_all", "parse", "parse_all"]
+Nothing is imported here: the command line imports `runtime` alone at start-up, and must not
+pay for the parser and the analyses before it knows it needs them.
+"""

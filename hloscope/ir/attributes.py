@@ -443,6 +443,15 @@ class Attributes(Mapping[str, str]):
             key, _, value = m.group(0).lstrip(", \t\r\n").partition("=")
             yield key, value.strip(), pos
 
+    def mentions(self, text: str) -> bool:
+        """False only when `text` certainly occurs in no attribute as written: a substring
+        check, no cutting (the parser asks every instruction about control-predecessors)."""
+        if self.tail:
+            return text in self.tail
+        if self._raw is None:
+            return any(text in t for t in self._tokens)
+        return True
+
     def written(self) -> list[str]:
         """The attributes as `, name=value` pieces, as the text has them (for keeping an
         outline): the tokens as read when nothing was cut apart yet."""

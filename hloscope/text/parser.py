@@ -817,9 +817,11 @@ def _link(instructions, name: str, line: int) -> Instruction:
                 raise HloSyntaxError("one computation should have only one ROOT", inst.line, 1)
             root = inst
     for inst in instructions:
-        control = inst.attributes.get("control-predecessors")
-        if control is not None:
-            _check_control_predecessors(inst, control, by_name)
+        attributes = inst.attributes
+        if attributes.mentions("control-predecessors"):
+            control = attributes.get("control-predecessors")
+            if control is not None:
+                _check_control_predecessors(inst, control, by_name)
         ops = inst.operands
         if not ops:
             continue
