@@ -14,19 +14,53 @@ from ..analysis.collectives import (
     Tally,
     analyze_collectives,
 )
-from ..analysis.memory import LiveBuffer, MemoryAnalysis, analyze_memory
+from ..analysis.gathers import (
+    GatherAsAllReduce,
+    GathersResult,
+    GatherUse,
+    HeldGather,
+    analyze_held_gathers,
+)
+from ..analysis.memory import (
+    LiveBuffer,
+    MemoryAnalysis,
+    MemoryModel,
+    analyze_memory,
+    build_memory_model,
+)
 from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
 from . import cache, runtime
 
+_last_model: list = [None, None]
+"""The last module's memory model and its key: `memory()` then `held_gathers()` on one
+module (what `hloscope gathers` and the diff do) builds it once."""
+
+
+def _model(module, platform: str | None, alignment: int | None) -> MemoryModel:
+    key = (platform, alignment)
+    last = _last_model[1]
+    if last is None or last.module is not module or _last_model[0] != key:
+        _last_model[:] = [None, None]  # the old model is let go before the new one is built
+        with runtime.no_cyclic_gc():
+            model = build_memory_model(module, platform, alignment, executor=runtime.FORKING)
+        _last_model[:] = [key, model]
+    return _last_model[1]
+
 
 def _memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
     with runtime.no_cyclic_gc():
-        return analyze_memory(module, platform, alignment, executor=runtime.FORKING)
+        return analyze_memory(module, model=_model(module, platform, alignment))
+
+
+def _held_gathers(module, platform: str | None = None, alignment: int | None = None) -> GathersResult:
+    with runtime.no_cyclic_gc():
+        return analyze_held_gathers(module, _model(module, platform, alignment))
 
 
 _memory = cache.memoized("memory", (MemoryAnalysis, LiveBuffer))(_memory)
+_held_gathers = cache.memoized("gathers", (GathersResult, HeldGather, GatherUse, GatherAsAllReduce))(_held_gathers)
 _collectives = cache.memoized("collectives", (CollectivesResult, Collective, Tally))(analyze_collectives)
 
 
@@ -42,6 +76,11 @@ class Module(ir.Module):
     def memory(self, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
         """XLA's memory figures, the peak and what is live at it (hloscope.analysis.memory)."""
         return _memory(self, platform, alignment)
+
+    def held_gathers(self, platform: str | None = None, alignment: int | None = None) -> GathersResult:
+        """All-gathers whose gathered value is held across forward→backward or hoisted out of
+        a loop, with their bytes at the peak (hloscope.analysis.gathers)."""
+        return _held_gathers(self, platform, alignment)
 
     def stats(self):
         return module_stats(self)

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "count-collectives": "hloscope.cli.commands.collectives:count_collectives",
     "check": "hloscope.cli.commands.check:check",
     "memory": "hloscope.cli.commands.memory:memory",
+    "gathers": "hloscope.cli.commands.gathers:gathers",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
