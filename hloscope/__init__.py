@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "assert_budget": "budget",
     "check": "budget",
+    "diff": "api.compare",
     "HloscopeError": "errors",
     "HloSyntaxError": "errors",
     "Computation": "ir.module",
@@ -52,6 +53,7 @@ __all__ = [
     "Shape",
     "assert_budget",
     "check",
+    "diff",
     "from_compiled",
     "load",
     "load_all",

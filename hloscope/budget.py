@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .analysis.collectives import KNOWN_KINDS
+from .api.compare import diff
 from .api.loading import from_compiled
 from .errors import HloscopeError
 
@@ -51,10 +52,15 @@ class Violation:
     """The count (bytes for `max-temp`); None when a dynamic count is unknown."""
     dynamic: bool = False
     """Counts are per step (× trip counts) rather than static."""
+    detail: str = ""
+    """For `max-growth`: the diff's explanation (its sentence and leading causes)."""
 
     @property
     def message(self) -> str:
         what = "dynamic count" if self.dynamic else "count"
+        if self.rule == "max-growth":
+            return (f"{self.module}: temp memory {_size(self.actual)} grew past the budget {_size(self.budget)} "
+                    f"(baseline + max-growth). {self.detail}")
         if self.rule == "max-temp":
             return f"{self.module}: temp memory {_size(self.actual)} exceeds the budget max-temp={_size(self.budget)}"
         if self.actual is None:
@@ -141,13 +147,16 @@ def _as_module(module_or_compiled):
 
 
 def check(module, max_temp: int | str | None = None, max_collectives: Mapping[str, int] | None = None,
-          expect_collectives: Mapping[str, int] | None = None, dynamic: bool = False) -> tuple[Violation, ...]:
+          expect_collectives: Mapping[str, int] | None = None, dynamic: bool = False,
+          baseline=None, max_growth: float | str | None = None) -> tuple[Violation, ...]:
     """The budgets `module` (a Module, or a jax compiled object) does not keep; () when all hold.
 
     `max_collectives` / `expect_collectives` map a kind (`all-gather`, ..., `send`, `recv`,
     `total`) to a count; counts are static unless `dynamic` (then × known trip counts; an
     unknown dynamic count is a violation, with `actual` None). `max_temp` is bytes or a size
-    string such as `"40GiB"`.
+    string such as `"40GiB"`. With `baseline` (a Module or jax compiled object of the same
+    program) and `max_growth` (a fraction, or a string such as `"5%"`), temp memory may grow at
+    most that much over the baseline's; the violation's message is the diff's explanation.
     """
     module = _as_module(module)
     maxes = _kind_counts(max_collectives, "max_collectives")
@@ -166,15 +175,46 @@ def check(module, max_temp: int | str | None = None, max_collectives: Mapping[st
         actual = temp_bytes(module)
         if actual > limit:
             out.append(Violation(module.name, "max-temp", "temp", limit, actual))
+    if baseline is not None:
+        out.extend(_growth(module, _as_module(baseline), parse_growth(max_growth if max_growth is not None else 0)))
     return tuple(out)
+
+
+def parse_growth(value: float | str) -> float:
+    """`"5%"`, `"0.05"` or 0.05 → 0.05."""
+    if isinstance(value, (int, float)):
+        growth = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            growth = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise BudgetError(f"max-growth: {value!r} is not a fraction or a percentage (e.g. 5%)") from None
+    if growth < 0:
+        raise BudgetError(f"max-growth: {value!r} is negative")
+    return growth
+
+
+def _growth(module, baseline, growth: float) -> list[Violation]:
+    new, old = temp_bytes(module), temp_bytes(baseline)
+    allowed = int(old * (1 + growth))
+    if new <= allowed:
+        return []
+    result = diff(baseline, module)
+    leading = "; ".join(f"{c.role or c.kind} {'+' if c.bytes > 0 else '−'}{_size(abs(c.bytes))}"
+                        for c in result.causes[:3])
+    return [Violation(module.name, "max-growth", "temp", allowed, new,
+                      detail=f"{result.summary} Leading causes: {leading}.")]
 
 
 def assert_budget(module_or_compiled, max_temp: int | str | None = None,
                   max_collectives: Mapping[str, int] | None = None,
-                  expect_collectives: Mapping[str, int] | None = None, dynamic: bool = False) -> None:
+                  expect_collectives: Mapping[str, int] | None = None, dynamic: bool = False,
+                  baseline=None, max_growth: float | str | None = None) -> None:
     """`check`, raising AssertionError that lists every violation (kind, budget, actual)."""
     violations = check(module_or_compiled, max_temp=max_temp, max_collectives=max_collectives,
-                       expect_collectives=expect_collectives, dynamic=dynamic)
+                       expect_collectives=expect_collectives, dynamic=dynamic, baseline=baseline,
+                       max_growth=max_growth)
     if violations:
         lines = "\n".join(f"  {v.message}" for v in violations)
         raise AssertionError(f"hloscope budget violated ({len(violations)}):\n{lines}")

@@ -192,7 +192,7 @@ def _schedule_boundary(model: MemoryModel) -> int | None:
 # ─── gathered values ──────────────────────────────────────────────────────────────────
 
 
-def _gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value]]:
+def gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value]]:
     """Every value an all-gather produces, as `(instruction, index, value)`: a sync
     all-gather's output, an async start's `{1}` elements (the done forwards them; also an
     async-start wrapping an all-gather), and for a fusion running an all-gather inside (TPU's
@@ -224,7 +224,7 @@ def _gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value
     return out
 
 
-def _carried(value: Value, df) -> list[Value]:
+def carried_values(value: Value, df) -> list[Value]:
     """The value and the copies made of it (copies hold the same bytes in a new buffer)."""
     found, stack = [], [value]
     seen: set[int] = set()
@@ -400,9 +400,9 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
         return BACKWARD if t >= boundary_step else FORWARD
 
     held = []
-    gathered = _gathered_values(model)
+    gathered = gathered_values(model)
     for inst, index, value in gathered:
-        values = _carried(value, df)
+        values = carried_values(value, df)
         users = _real_uses(values)
         uses = tuple(GatherUse(u.name, side(u), schedule.time.get(u)) for u in users)
         sides = {u.side for u in uses}

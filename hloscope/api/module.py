@@ -28,6 +28,7 @@ from ..analysis.memory import (
     analyze_memory,
     build_memory_model,
 )
+from ..analysis.roles import RoleBuffer, RolesAtPeak, roles_at_peak
 from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
@@ -59,7 +60,13 @@ def _held_gathers(module, platform: str | None = None, alignment: int | None = N
         return analyze_held_gathers(module, _model(module, platform, alignment))
 
 
+def _roles(module, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
+    with runtime.no_cyclic_gc():
+        return roles_at_peak(module, _model(module, platform, alignment))
+
+
 _memory = cache.memoized("memory", (MemoryAnalysis, LiveBuffer))(_memory)
+_roles = cache.memoized("roles", (RolesAtPeak, RoleBuffer))(_roles)
 _held_gathers = cache.memoized("gathers", (GathersResult, HeldGather, GatherUse, GatherAsAllReduce))(_held_gathers)
 _collectives = cache.memoized("collectives", (CollectivesResult, Collective, Tally))(analyze_collectives)
 
@@ -81,6 +88,12 @@ class Module(ir.Module):
         """All-gathers whose gathered value is held across forward→backward or hoisted out of
         a loop, with their bytes at the peak (hloscope.analysis.gathers)."""
         return _held_gathers(self, platform, alignment)
+
+    def roles(self, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
+        """What the device holds at the memory peak, by role: parameters, optimizer state,
+        inputs, gathered parameters, gradients, activations, collective buffers, loop state,
+        temporaries, unknown (hloscope.analysis.roles)."""
+        return _roles(self, platform, alignment)
 
     def stats(self):
         return module_stats(self)

@@ -1,0 +1,209 @@
+"""Two compilations of one program side by side: the temp-memory gap explained by named causes.
+
+The gap in `temp_bytes` (XLA's packed temp allocation) splits exactly into:
+
+    temp = (bytes live at the peak step) + (packing loss: temp − bytes live at the peak)
+
+and the bytes live at the peak split by role (analysis.roles). So
+
+    Δtemp = Σ_role Δ(bytes of that role live at each side's peak) + Δ(packing loss)
+
+with no remainder: each term is a cause, and the causes add up to the gap. Each role's cause
+lists the instructions behind its largest buffers on both sides, matched across the two
+modules by what survives recompilation (hloscope.analysis.match): the op_name with its
+control-flow wrappers removed, the opcode and the shape, and for entry parameters the JAX
+pytree path. The diff also puts the collectives and the held gathers of both sides next to
+each other, and says where each peak is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .collectives import COLLECTIVE_KINDS, CollectivesResult
+from .gathers import GathersResult
+from .match import match_buffers
+from .memory import MemoryAnalysis
+from .roles import ROLES, RolesAtPeak
+
+ROLE_WORDS = {
+    "parameters": "parameters",
+    "optimizer_state": "optimizer state",
+    "inputs": "inputs",
+    "gathered_parameters": "gathered (full-size) parameters",
+    "gradients": "gradient buffers",
+    "activations": "activations saved for the backward pass",
+    "collective_buffers": "in-flight collective buffers",
+    "loop_state": "loop-carried state (such as gradient accumulators)",
+    "temporaries": "temporaries",
+    "unknown": "buffers without metadata",
+}
+
+
+@dataclass(frozen=True)
+class Side:
+    """What one module brings to the diff: its analyses' results."""
+
+    memory: MemoryAnalysis
+    roles: RolesAtPeak
+    collectives: CollectivesResult
+    gathers: GathersResult
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str
+    """`role` (bytes of one role live at the peak) or `packing` (what best-fit packing adds)."""
+    role: str | None
+    bytes: int
+    """B minus A."""
+    a_bytes: int
+    b_bytes: int
+    description: str
+    instructions: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    """`{"a": [...], "b": [...]}`: the largest buffers of this role live at each side's peak
+    (instruction, bytes, shape, op_name, source, and `matched`: the other side's buffer it
+    matches, or None)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "role": self.role, "bytes": self.bytes, "a_bytes": self.a_bytes,
+                "b_bytes": self.b_bytes, "description": self.description,
+                "instructions": {k: list(v) for k, v in self.instructions.items()}}
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    a: Side
+    b: Side
+    summary: str
+    causes: tuple[Cause, ...]
+    """Largest first by size of the change; their bytes sum to `delta_temp_bytes`."""
+
+    @property
+    def delta_temp_bytes(self) -> int:
+        return self.b.memory.temp_bytes - self.a.memory.temp_bytes
+
+    @property
+    def delta_peak_bytes(self) -> int:
+        return self.b.memory.peak_bytes - self.a.memory.peak_bytes
+
+    @property
+    def explained_bytes(self) -> int:
+        return sum(c.bytes for c in self.causes)
+
+    def collectives_delta(self) -> dict[str, dict[str, Any]]:
+        out = {}
+        for kind in (*COLLECTIVE_KINDS, "total"):
+            ta, tb = self.a.collectives.tally(kind), self.b.collectives.tally(kind)
+            if ta.count or tb.count:
+                out[kind] = {"a": ta.count, "b": tb.count, "a_bytes": ta.bytes, "b_bytes": tb.bytes,
+                             "a_dynamic": ta.dynamic_count, "b_dynamic": tb.dynamic_count,
+                             "a_dynamic_bytes": ta.dynamic_bytes, "b_dynamic_bytes": tb.dynamic_bytes}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        def held(g: GathersResult) -> dict[str, Any]:
+            return {"count": len(g.held), "held_bytes": g.held_bytes, "held_bytes_at_peak": g.held_bytes_at_peak,
+                    "instructions": [h.instruction for h in g.held]}
+
+        return {
+            "a": {**self.a.memory.to_dict(), "label": self.a.label, "by_role": dict(self.a.roles.by_role)},
+            "b": {**self.b.memory.to_dict(), "label": self.b.label, "by_role": dict(self.b.roles.by_role)},
+            "summary": self.summary,
+            "delta_temp_bytes": self.delta_temp_bytes,
+            "delta_peak_bytes": self.delta_peak_bytes,
+            "explained_bytes": self.explained_bytes,
+            "causes": [c.to_dict() for c in self.causes],
+            "peaks": {"a": self.a.memory.peak_at, "b": self.b.memory.peak_at},
+            "collectives": self.collectives_delta(),
+            "held_gathers": {"a": held(self.a.gathers), "b": held(self.b.gathers)},
+        }
+
+
+def _temp_rows(roles: RolesAtPeak, role: str) -> list:
+    return [b for b in roles.buffers if b.where == "temp" and b.role == role]
+
+
+def diff(a: Side, b: Side, top: int = 5) -> DiffResult:
+    """Explain B's temp memory against A's (see this module's docstring)."""
+    causes = []
+    for role in ROLES:
+        ra, rb = a.roles.temp_by_role.get(role, 0), b.roles.temp_by_role.get(role, 0)
+        if ra == rb:
+            continue
+        rows_a, rows_b = _temp_rows(a.roles, role), _temp_rows(b.roles, role)
+        pairs = match_buffers(rows_a, rows_b)
+        causes.append(Cause(
+            kind="role", role=role, bytes=rb - ra, a_bytes=ra, b_bytes=rb,
+            description=_describe(role, ra, rb, rows_a, rows_b),
+            instructions={"a": tuple(_row(r, pairs.get(("a", r.instruction))) for r in rows_a[:top]),
+                          "b": tuple(_row(r, pairs.get(("b", r.instruction))) for r in rows_b[:top])},
+        ))
+    pa = a.memory.temp_bytes - a.memory.temp_max_live_bytes
+    pb = b.memory.temp_bytes - b.memory.temp_max_live_bytes
+    if pa != pb:
+        causes.append(Cause(kind="packing", role=None, bytes=pb - pa, a_bytes=pa, b_bytes=pb,
+                            description="best-fit packing leaves more room around the live buffers"
+                            if pb > pa else "best-fit packing leaves less room around the live buffers"))
+    causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
+    result = DiffResult(a, b, "", tuple(causes))
+    return DiffResult(a, b, _summary(result), tuple(causes))
+
+
+def _row(r, matched: str | None) -> dict[str, Any]:
+    return {"instruction": r.instruction, "bytes": r.bytes, "shape": r.shape, "op_name": r.op_name,
+            "source": r.source, "matched": matched}
+
+
+def _describe(role: str, ra: int, rb: int, rows_a, rows_b) -> str:
+    words = ROLE_WORDS[role]
+    more, rows = ("B", rows_b) if rb > ra else ("A", rows_a)
+    where = _collective_homes([r.instruction for r in rows])
+    return f"{more} keeps more {words} live at its peak" + (f" ({where})" if where else "")
+
+
+def _collective_homes(names: list[str]) -> str:
+    """`in 3 all-reduces` when the largest buffers of a cause are results of collectives
+    (named after them, as XLA names a collective's instruction)."""
+    kinds: dict[str, set[str]] = {}
+    for full in names:
+        name = full.split("{", 1)[0]  # elements of one combined collective count once
+        for kind in COLLECTIVE_KINDS:
+            if name.startswith(kind):
+                kinds.setdefault(kind, set()).add(name)
+                break
+    return ", ".join(f"in {len(n)} {k}{'s' if len(n) != 1 else ''}" for k, n in kinds.items())
+
+
+def _human(n: float) -> str:
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _summary(d: DiffResult) -> str:
+    delta = d.delta_temp_bytes
+    base = d.a.memory.temp_bytes
+    if delta == 0:
+        return "A and B need the same temp memory."
+    pct = f" ({100 * abs(delta) / base:.0f}%)" if base else ""
+    head = f"B needs {_human(delta)}{pct} {'more' if delta > 0 else 'less'} temp memory than A"
+    # The largest cause that moves with the gap.
+    lead = next((c for c in d.causes if (c.bytes > 0) == (delta > 0)), None)
+    if lead is None:
+        return head + "."
+    if lead.kind == "packing":
+        return f"{head}: mostly packing: {lead.description} ({_human(lead.bytes)})."
+    keeper, other = ("B", "A") if delta > 0 else ("A", "B")
+    kept, other_kept = (lead.b_bytes, lead.a_bytes) if delta > 0 else (lead.a_bytes, lead.b_bytes)
+    rows = [r for r in (d.b if delta > 0 else d.a).roles.buffers if r.where == "temp" and r.role == lead.role]
+    names = ", ".join(r.instruction for r in rows[:3]) + (", ..." if len(rows) > 3 else "")
+    where = _collective_homes([r.instruction for r in rows])
+    tail = f"which {other} does not" if other_kept == 0 else f"against {_human(other_kept)} in {other}"
+    return (f"{head}: at its peak {keeper} keeps {_human(kept)} of {ROLE_WORDS[lead.role]}"
+            f"{' ' + where if where else ''} ({names}), {tail}.")

@@ -1,0 +1,264 @@
+"""What each buffer is, in the terms people who train with ZeRO/FSDP think in.
+
+Every value of the memory model gets one role, decided from the module's structure and JAX's
+metadata (`op_name`: `jvp(` marks the forward pass, `transpose(` the backward pass), never from
+names a user chose:
+
+- entry parameters:
+  - `parameters`: donated state (`input_output_alias`) that the forward pass reads (weights);
+  - `optimizer_state`: donated state the forward pass does not read (Adam moments, step);
+  - `inputs`: parameters that are not donated and that the forward pass reads (the batch, RNG);
+  - `unknown`: the rest (without donation or metadata nothing tells state from inputs);
+- values the step computes (temp and outputs), first rule that applies:
+  - `gathered_parameters`: all-gathered weights and their copies (analysis.gathers);
+  - `loop_state`: values carried by a while loop (gradient accumulators, loop counters);
+  - `gradients`: backward values that reach a gradient reduction (reduce-scatter, all-reduce),
+    the optimizer update, or the outputs, and the reductions' results;
+  - `collective_buffers`: results of collectives not classified above;
+  - `activations`: forward values the backward pass reads (saved residuals);
+  - `temporaries`: any other value whose defining op carries metadata;
+  - `unknown`: values whose defining op has no metadata.
+
+`roles_at_peak` sums the bytes the device holds at the peak step by role: the arguments, the
+outputs not aliased to them, and the temp values live at the peak (each slot of the heap once),
+so the roles add up to `argument_bytes + output_bytes - alias_bytes + temp_max_live_bytes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.module import Instruction
+from ..ir.opcodes import info as opinfo
+from .callgraph import loop_parts
+from .dataflow import Value
+from .gathers import BACKWARD, FORWARD, OTHER, carried_values, gathered_values, side_of
+from .memory import MemoryModel
+
+ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "gradients", "activations",
+         "collective_buffers", "loop_state", "temporaries", "unknown")
+"""Every role, in report order."""
+
+_GRADIENT_REDUCTIONS = frozenset({"reduce-scatter", "all-reduce"})
+
+
+@dataclass(frozen=True)
+class RoleBuffer:
+    """One buffer live at the peak, with its role."""
+
+    instruction: str
+    role: str
+    bytes: int
+    shape: str
+    op_name: str | None
+    source: str | None
+    where: str
+    """`argument`, `output` or `temp`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"instruction": self.instruction, "role": self.role, "bytes": self.bytes, "shape": self.shape,
+                "op_name": self.op_name, "source": self.source, "where": self.where}
+
+
+@dataclass(frozen=True)
+class RolesAtPeak:
+    """Bytes the device holds at the peak step, by role."""
+
+    name: str
+    peak_step: int
+    by_role: dict[str, int]
+    """Role → bytes (every role present, zeros included), summing to `total`."""
+    temp_by_role: dict[str, int]
+    """The temp values live at the peak alone, by role (sums to the heap's most live bytes)."""
+    buffers: tuple[RoleBuffer, ...]
+    """Everything held at the peak, largest first: arguments, outputs and temp values."""
+    total: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "peak_step": self.peak_step, "by_role": dict(self.by_role),
+                "temp_by_role": dict(self.temp_by_role), "total": self.total,
+                "buffers": [b.to_dict() for b in self.buffers]}
+
+
+class Roles:
+    """The role of every value of a memory model (`assign_roles`)."""
+
+    def __init__(self, module, model: MemoryModel):
+        self.module, self.model = module, model
+        self._role: dict[Value, str] = {}
+        self._parameter_roles = _entry_parameter_roles(module, model)
+        self._gathered = {v for _, _, g in gathered_values(model) for v in carried_values(g, model.dataflow)}
+        self._carried = _loop_carried(model)
+        self._sink: dict[Value, bool] = {}
+
+    def of(self, value: Value) -> str:
+        role = self._role.get(value)
+        if role is None:
+            role = self._role[value] = self._decide(value)
+        return role
+
+    def _decide(self, v: Value) -> str:
+        inst = v.instruction
+        if inst.opcode == "parameter" and inst.computation is self.module.entry:
+            return self._parameter_roles.get(inst, "unknown")
+        if v in self._gathered:
+            return "gathered_parameters"
+        if v in self._carried:
+            return "loop_state"
+        side = side_of(inst.op_name)
+        op = opinfo(inst.opcode)
+        if op.collective in _GRADIENT_REDUCTIONS and (side == BACKWARD or _reduces_backward(inst)):
+            return "gradients"
+        if side == BACKWARD and self._feeds_gradient_sink(v):
+            return "gradients"
+        if op.collective is not None:
+            return "collective_buffers"
+        if side == FORWARD and any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses):
+            return "activations"
+        if side is None:
+            return "unknown"
+        return "temporaries"
+
+    def _feeds_gradient_sink(self, v: Value, depth: int = 0) -> bool:
+        """Whether `v` reaches a gradient sink (a gradient reduction, the optimizer update, a
+        loop's accumulator, the outputs) through ops that keep it a gradient: conversions,
+        moves, sums and elementwise arithmetic, not a matrix product with another operand,
+        which makes an activation's gradient into the next layer's (those are temporaries)."""
+        known = self._sink.get(v)
+        if known is not None:
+            return known
+        df = self.model.dataflow
+        found = v.buffer in df.live_out or v in self._carried
+        if not found and depth < 64:
+            for user, _, _ in v.uses:
+                op = opinfo(user.opcode)
+                if op.collective in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
+                    found = True
+                elif _keeps_gradient(user):
+                    found = any(self._feeds_gradient_sink(u, depth + 1) for u in df.value_sets.get(user, {}).values()
+                                if u.instruction is user)
+                if found:
+                    break
+        self._sink[v] = found
+        return found
+
+
+_KEEPS_GRADIENT = frozenset({"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "add", "subtract",
+                             "multiply", "divide", "negate", "select", "concatenate", "slice", "dynamic-slice",
+                             "dynamic-update-slice", "broadcast"})
+
+
+def _keeps_gradient(inst: Instruction) -> bool:
+    if inst.opcode == "fusion":
+        # Loop and input (reduction) fusions compute elementwise or reduce; custom and output
+        # fusions hold matrix products.
+        return inst.attributes.get("kind") in ("kLoop", "kInput")
+    return inst.opcode in _KEEPS_GRADIENT or opinfo(inst.opcode).elementwise
+
+
+def assign_roles(module, model: MemoryModel) -> Roles:
+    return Roles(module, model)
+
+
+def _reduces_backward(inst: Instruction) -> bool:
+    return any(side_of(o.op_name) == BACKWARD for o in inst.operands)
+
+
+def _loop_carried(model: MemoryModel) -> set[Value]:
+    """Values at a while loop's positions: its output, its body's or condition's parameter."""
+    holders = []
+    for inst in model.dataflow.value_sets:
+        if opinfo(inst.opcode).is_loop:
+            holders.append(inst)
+            holders += [p for comp in loop_parts(inst) if comp is not None for p in comp.parameters]
+    carried = set()
+    for h in holders:
+        carried.update(v for v in model.dataflow.value_sets.get(h, {}).values() if not v.shape.is_tuple)
+    return carried
+
+
+def _entry_parameter_roles(module, model: MemoryModel) -> dict[Instruction, str]:
+    """Donated and forward-read entry parameters: parameters (weights), optimizer_state,
+    inputs or unknown (see the module docstring)."""
+    entry = module.entry
+    donated = {a.parameter for a in module.attributes.decoded("input_output_alias", ())}
+    read_forward = _read_by_forward(model)
+    roles = {}
+    for p in entry.parameters:
+        forward = p in read_forward
+        if p.parameter_number in donated:
+            roles[p] = "parameters" if forward else "optimizer_state"
+        elif forward:
+            roles[p] = "inputs"
+        else:
+            roles[p] = "unknown"
+    return roles
+
+
+def _read_by_forward(model: MemoryModel) -> set[Instruction]:
+    """Entry parameters whose values reach an op of the forward pass, through the positions
+    XLA's dataflow gives them (tuples, loop carries, calls) and any computation on the way."""
+    df = model.dataflow
+    entry_params = {p for p in model.module.entry.parameters}
+    found: set[Instruction] = set()
+    for p in entry_params:
+        work = [v for v in df.value_sets.get(p, {}).values()]
+        seen: set[int] = set()
+        while work and p not in found:
+            v = work.pop()
+            if v.id in seen:
+                continue
+            seen.add(v.id)
+            for user, _, _ in v.uses:
+                if side_of(user.op_name) == FORWARD:
+                    found.add(p)
+                    break
+                # Conversions and moves on the way (f32 weights cast to bf16, gathered, copied).
+                work.extend(df.value_sets.get(user, {}).values())
+    return found
+
+
+def roles_at_peak(module, model: MemoryModel, roles: Roles | None = None) -> RolesAtPeak:
+    """Bytes held at the peak step by role (see the module docstring)."""
+    roles = roles or assign_roles(module, model)
+    df = model.dataflow
+    peak = model.peak_step
+    by_role = dict.fromkeys(ROLES, 0)
+    temp_by_role = dict.fromkeys(ROLES, 0)
+    buffers: list[RoleBuffer] = []
+
+    def add(v: Value, size: int, into: dict[str, int], where: str) -> None:
+        role = roles.of(v)
+        into[role] += size
+        if into is not by_role:
+            by_role[role] += size
+        inst = v.instruction
+        name = inst.name if not v.index else f"{inst.name}{{{','.join(map(str, v.index))}}}"
+        buffers.append(RoleBuffer(name, role, size, v.shape.text, inst.op_name, inst.source, where))
+
+    # Arguments: each entry parameter's values (its allocations live for the whole step).
+    for p in module.entry.parameters:
+        for v in df.value_sets.get(p, {}).values():
+            if v.instruction is p and not v.shape.is_tuple:
+                add(v, v.size, by_role, "argument")
+    # Outputs not aliased to an argument: the largest value of each live-out buffer.
+    aliased = {b for p in module.entry.parameters for v in df.value_sets.get(p, {}).values()
+               for b in (v.buffer,) if b in df.live_out}
+    for b in sorted(df.live_out - aliased - df.entry_param_buffers - df.constant_buffers):
+        values = df.buffers[b]
+        if values:
+            v = max(values, key=lambda v: (v.size, -v.id))  # the tuple's pointer table counts too
+            add(v, v.size, by_role, "output")
+    # Temp values live at the peak: each heap slot once, as the heap's timeline counts it.
+    heap = model.heaps.get(0)
+    if heap is not None:
+        by_slot: dict[int, Value] = {}
+        for v in model.live_at(peak):
+            off = heap.offsets[v]
+            if off not in by_slot or v.size > by_slot[off].size:
+                by_slot[off] = v
+        for v in by_slot.values():
+            add(v, v.size, temp_by_role, "temp")
+    buffers.sort(key=lambda b: (-b.bytes, b.instruction))
+    return RolesAtPeak(module.name, peak, by_role, temp_by_role, tuple(buffers), sum(by_role.values()))

@@ -1,0 +1,20 @@
+"""Comparing two compilations: `hloscope.diff(a, b)` and budgets against a baseline."""
+
+from __future__ import annotations
+
+from ..analysis.diff import DiffResult, Side
+from ..analysis.diff import diff as diff_sides
+from .module import Module
+
+
+def side(module: Module, label: str = "") -> Side:
+    """Everything the diff reads of one module (its memory, roles at the peak, collectives and
+    held gathers; one memory model serves them all)."""
+    return Side(memory=module.memory(), roles=module.roles(), collectives=module.collectives(),
+                gathers=module.held_gathers(), label=label)
+
+
+def diff(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> DiffResult:
+    """B against A: the temp-memory gap in named causes that add up to it
+    (hloscope.analysis.diff)."""
+    return diff_sides(side(a, labels[0]), side(b, labels[1]))

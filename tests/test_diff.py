@@ -1,0 +1,179 @@
+"""`hloscope diff`: the temp gap between two compilations, checked against XLA.
+
+- The gap is XLA's: `delta_temp_bytes` within 2% of the difference of the two compilations'
+  `temp_size_in_bytes` (fixtures/*/memory_analysis.json).
+- The causes add up to the gap exactly.
+- The leading cause is what XLA itself holds more of at its peak: derived here from XLA's dump
+  files alone (the values live at XLA's peak step, by XLA's buffer assignment and live ranges,
+  grouped by what the metadata of their defining instruction says: a gathered weight, a
+  backward-pass value, a forward-pass value, or other).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+import hloscope
+
+from .conftest import FIXTURES, fixture_dirs
+from .test_gathers import _Xla, _xla_peak
+from .xla_reference import read_dump
+
+PAIRS = [
+    ("cpu_hsdp_accum1", "cpu_hsdp_accum2"),   # accumulation 1 vs 2
+    ("cpu_hsdp_accum1", "cpu_hsdp_accum4"),
+    ("gpu_hsdp_accum1", "gpu_hsdp_accum2"),
+    ("cpu_remat_full", "cpu_remat_dots"),     # two remat policies
+    ("cpu_fsdp", "cpu_hsdp_accum1"),          # FSDP vs HSDP
+    ("cpu_hsdp_accum1", "cpu_remat_full"),    # with and without jax.checkpoint
+]
+
+
+def _xla_temp(name: str) -> int:
+    return json.loads((FIXTURES / name / "memory_analysis.json").read_text())["temp_size_in_bytes"]
+
+
+def _load(name: str):
+    return hloscope.load(FIXTURES / name / "module.hlo.txt")
+
+
+@pytest.fixture(scope="module")
+def diffs():
+    return {(a, b): hloscope.diff(_load(a), _load(b)) for a, b in PAIRS}
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
+def test_the_gap_is_xlas(pair, diffs):
+    d = diffs[pair]
+    xla = _xla_temp(pair[1]) - _xla_temp(pair[0])
+    assert abs(d.delta_temp_bytes - xla) <= 0.02 * abs(xla), (d.delta_temp_bytes, xla)
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
+def test_the_causes_add_up_to_the_gap(pair, diffs):
+    d = diffs[pair]
+    assert d.explained_bytes == d.delta_temp_bytes
+    assert sum(c["bytes"] for c in d.to_dict()["causes"]) == d.to_dict()["delta_temp_bytes"]
+
+
+def _calls(text: str) -> str | None:
+    m = re.search(r"calls=%?([\w.\-]+)", text)
+    return m.group(1) if m else None
+
+
+def _xla_held_at_peak(name: str) -> dict[str, int]:
+    """Bytes live at XLA's own peak step, by what the defining instruction's metadata says."""
+    _, at_peak = _xla_peak(FIXTURES / name)
+    x = _Xla(read_dump(FIXTURES / name / "after_optimizations.txt.gz"))
+    out: dict[str, int] = {}
+    for (_, _, size), names in at_peak.items():
+        inst = names[0].split("{", 1)[0]
+        op, text = x.opcode.get(inst), x.text.get(inst, "")
+        op_name = x.op_name(inst) if inst in x.text else None
+        if op is not None and (op.startswith("all-gather") or (
+                op == "fusion" and any(x.opcode[j] == "all-gather" for j in x.comps.get(_calls(text), [])))):
+            group = "gathered"
+        elif op_name and "transpose(" in op_name:
+            group = "backward"
+        elif op_name and "jvp(" in op_name:
+            group = "forward"
+        else:
+            group = "other"
+        out[group] = out.get(group, 0) + size
+    return out
+
+
+_GROUP_OF_ROLE = {"gathered_parameters": "gathered", "gradients": "backward", "activations": "forward"}
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
+def test_the_leading_cause_is_what_xla_holds_more_of(pair, diffs):
+    d = diffs[pair]
+    held_a, held_b = _xla_held_at_peak(pair[0]), _xla_held_at_peak(pair[1])
+    change = {g: held_b.get(g, 0) - held_a.get(g, 0) for g in set(held_a) | set(held_b)}
+    gap = d.delta_temp_bytes
+    lead = next(c for c in d.causes if (c.bytes > 0) == (gap > 0))
+    if lead.kind == "packing":
+        # Nothing that XLA holds at its peak moved as much as the packing did.
+        assert max(abs(v) for v in change.values()) < abs(lead.bytes)
+        return
+    group = _GROUP_OF_ROLE.get(lead.role)
+    if group is None:  # a role the metadata alone cannot name: by the side of its largest buffer
+        side = d.b if gap > 0 else d.a
+        top = next(r for r in side.roles.buffers if r.where == "temp" and r.role == lead.role)
+        group = "backward" if "transpose(" in (top.op_name or "") else "forward" if "jvp(" in (
+            top.op_name or "") else "other"
+    moved = max(change, key=lambda g: change[g] if gap > 0 else -change[g])
+    assert group == moved, (lead.role, change)
+
+
+def test_the_summary_names_the_leading_cause(diffs):
+    d = diffs[("gpu_hsdp_accum1", "gpu_hsdp_accum2")]
+    assert d.summary.startswith("B needs ") and "more temp memory than A" in d.summary
+    assert d.causes[0].role == "gradients" and "gradient buffers" in d.summary
+
+
+@pytest.mark.parametrize("path", fixture_dirs(), ids=lambda p: p.name)
+def test_roles_add_up_to_what_is_live_at_the_peak(path):
+    module = hloscope.load(path / "module.hlo.txt")
+    memory, roles = module.memory(), module.roles()
+    assert sum(roles.temp_by_role.values()) == memory.temp_max_live_bytes
+    assert roles.total == sum(roles.by_role.values())
+    static = memory.argument_bytes + memory.output_bytes - memory.alias_bytes
+    assert roles.total == static + memory.temp_max_live_bytes
+
+
+@pytest.mark.parametrize("name", ["cpu_hsdp_accum1", "gpu_hsdp_accum1"])
+def test_the_largest_buffers_roles_follow_from_the_metadata(name):
+    """Derived here from the text alone: a buffer an all-gather defines is a gathered
+    parameter; a forward-pass value read by the backward pass is an activation; an entry
+    parameter the program donates and the forward pass reads is a parameter."""
+    module = _load(name)
+    x = _Xla((FIXTURES / name / "module.hlo.txt").read_text())
+    donated = {int(n) for n in re.findall(r"\(\s*(\d+)\s*,\s*\{", module.attributes.get("input_output_alias", ""))}
+    checked = 0
+    for row in module.roles().buffers[:40]:
+        inst = row.instruction.split("{", 1)[0]
+        if row.where == "argument":
+            number = int(re.search(r"parameter\((\d+)\)", x.text[inst]).group(1))
+            if number in donated and row.role in ("parameters", "optimizer_state"):
+                checked += 1
+            assert number in donated or row.role in ("inputs", "unknown")
+        elif x.opcode[inst].startswith("all-gather"):
+            assert row.role == "gathered_parameters"
+            checked += 1
+        elif "jvp(" in (x.op_name(inst) or "") and "transpose(" not in (x.op_name(inst) or "") and any(
+                "transpose(" in (x.op_name(u) or "") for u in x.users[inst]):
+            assert row.role in ("activations", "gathered_parameters", "loop_state")
+            checked += 1
+    assert checked >= 5
+
+
+def test_check_against_a_baseline_fails_with_the_explanation():
+    old, new = _load("cpu_hsdp_accum1"), _load("cpu_hsdp_accum2")
+    with pytest.raises(AssertionError) as err:
+        hloscope.assert_budget(new, baseline=old, max_growth="5%")
+    assert "grew past the budget" in str(err.value) and "B needs" in str(err.value)
+    hloscope.assert_budget(new, baseline=old, max_growth="100%")  # +88%: within
+    assert hloscope.check(old, baseline=new, max_growth=0) == ()  # it shrank
+
+
+def test_cli_diff_json_is_the_contract():
+    from hloscope.cli import cli
+
+    a, b = (str(FIXTURES / n / "module.hlo.txt") for n in ("gpu_hsdp_accum1", "gpu_hsdp_accum2"))
+    res = CliRunner().invoke(cli, ["diff", a, b, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert {"a", "b", "summary", "delta_temp_bytes", "delta_peak_bytes", "explained_bytes", "causes",
+            "collectives", "held_gathers"} <= set(out)
+    assert out["a"]["file"] == a and out["b"]["file"] == b
+    assert {"kind", "role", "bytes", "description", "instructions"} <= set(out["causes"][0])
+    assert out["explained_bytes"] == out["delta_temp_bytes"]
+    text = CliRunner().invoke(cli, ["diff", a, b])
+    assert text.exit_code == 0 and out["summary"].split(":")[0] in text.output
