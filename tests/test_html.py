@@ -1,0 +1,347 @@
+"""`hloscope memory --html`: the page is self-contained, and a real browser draws what
+`module.memory()` says.
+
+The browser is Debian's chromium (`/usr/bin/chromium`, installed by `.ci/run`), driven by
+playwright; playwright never downloads a browser here. Outside CI the browser tests skip when
+chromium or playwright is absent; in CI (`CI` set) they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import hloscope
+from hloscope.analysis.memory import LiveBuffer, MemoryAnalysis
+from hloscope.htmlreport import memory_page, write_html
+
+from .conftest import FIXTURES, ROOT
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1280, "height": 1000}
+FIXTURE = FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt"
+
+# Written by hand: a broadcast made wide, used by a reduce, with metadata on each step; one
+# op_name holds "</script>", which must reach the page as text, not end its script.
+SMALL = """\
+HloModule small_step, is_scheduled=true, entry_computation_layout={(f32[256]{0})->f32[]}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[256]) -> f32[] {
+  %x = f32[256]{0} parameter(0)
+  %e = f32[256]{0} exponential(%x), metadata={op_name="jit(step)/exp" source_file="step.py" source_line=3}
+  %wide = f32[64,256]{1,0} broadcast(%e), dimensions={1}, metadata={op_name="jit(step)/broadcast_in_dim" source_file="step.py" source_line=4}
+  %t = f32[64,256]{1,0} tanh(%wide), metadata={op_name="jit(step)/</script><b>tanh" source_file="step.py" source_line=5}
+  %zero = f32[] constant(0)
+  %r = f32[] reduce(%t, %zero), dimensions={0,1}, to_apply=%add, metadata={op_name="jit(step)/reduce_sum" source_file="step.py" source_line=6}
+  %n = f32[256]{0} negate(%e), metadata={op_name="jit(step)/neg" source_file="step.py" source_line=7}
+  %r2 = f32[] reduce(%n, %zero), dimensions={0}, to_apply=%add
+  ROOT %out = f32[] add(%r, %r2)
+}
+"""
+
+
+def long_module(n: int, spike_at: int) -> str:
+    """A scheduled chain of `n` steps, more than the chart has pixels: a small broadcast every
+    50 steps and one large one at `spike_at`, live for a step or two."""
+    lines = ["HloModule long_chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}", "",
+             "%add (a: f32[], b: f32[]) -> f32[] {", "  %a = f32[] parameter(0)", "  %b = f32[] parameter(1)",
+             "  ROOT %s = f32[] add(%a, %b)", "}", "",
+             "ENTRY %main (x: f32[16]) -> f32[16] {", "  %x = f32[16]{0} parameter(0)", "  %zero = f32[] constant(0)",
+             "  %v0 = f32[16]{0} negate(%x)"]
+    for i in range(1, n):
+        prev = f"%v{i - 1}"
+        if i == spike_at:
+            lines += [f"  %big = f32[4096,16]{{1,0}} broadcast({prev}), dimensions={{1}}",
+                      "  %folded = f32[16]{0} reduce(%big, %zero), dimensions={0}, to_apply=%add",
+                      f"  %v{i} = f32[16]{{0}} add({prev}, %folded)"]
+        elif i % 50 == 0:
+            lines += [f"  %w{i} = f32[64,16]{{1,0}} broadcast({prev}), dimensions={{1}}",
+                      f"  %f{i} = f32[16]{{0}} reduce(%w{i}, %zero), dimensions={{0}}, to_apply=%add",
+                      f"  %v{i} = f32[16]{{0}} subtract({prev}, %f{i})"]
+        else:
+            lines.append(f"  %v{i} = f32[16]{{0}} negate({prev})")
+    lines[-1] = lines[-1].replace(f"  %v{n - 1} =", f"  ROOT %v{n - 1} =")
+    return "\n".join(lines + ["}", ""])
+
+
+def embedded_data(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="hloscope-data">(.*?)</script>', page, re.DOTALL)
+    assert m, "the page carries its data as one JSON document"
+    return json.loads(m.group(1))
+
+
+# --- the file itself ------------------------------------------------------------------------
+
+def test_page_loads_nothing_from_anywhere():
+    page = memory_page(hloscope.load(FIXTURE).memory())
+    assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link\b|@import|url\(", page)
+    # The only URL is the SVG namespace, a name the script passes to createElementNS.
+    assert set(re.findall(r"https?://[^\s\"'`<>)]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "default-src 'none'" in page
+
+
+def test_page_carries_what_memory_found():
+    module = hloscope.parse(SMALL)
+    r = module.memory()
+    page = memory_page(r, ["small.hlo"])
+    assert "</script><b>" not in page.split('id="hloscope-data">', 1)[1].split("</script>", 1)[0]
+    (mod,) = embedded_data(page)["modules"]
+    assert mod["title"] == "small.hlo" and mod["name"] == module.name
+    assert mod["steps"] == list(r.steps)
+    assert [s["values"] for s in mod["series"]] == [list(r.timeline)]
+    assert mod["peak"] == {"index": r.peak_at["index"], "instruction": r.peak_at["instruction"],
+                           "bytes": r.timeline[r.peak_at["index"]]}
+    assert mod["live_at_peak"] == [b.to_dict() for b in r.live_at_peak]
+    assert mod["figures"]["temp_bytes"] == r.temp_bytes and mod["figures"]["peak_bytes"] == r.peak_bytes
+
+
+def test_cli_writes_the_page(tmp_path):
+    out = tmp_path / "memory.html"
+    run = subprocess.run([sys.executable, "-m", "hloscope", "memory", str(FIXTURE), "--html", str(out), "--json"],
+                         check=False, capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    # The JSON on stdout is unchanged by --html.
+    assert json.loads(run.stdout)["modules"][0]["peak_at"] == hloscope.load(FIXTURE).memory().peak_at
+    (mod,) = embedded_data(out.read_text())["modules"]
+    assert mod["title"] == str(FIXTURE)
+    assert [p.name for p in tmp_path.iterdir()] == ["memory.html"]  # no partial file left behind
+
+
+def test_cli_writes_nothing_for_bad_input(tmp_path):
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m, is_scheduled=true\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n")
+    out = tmp_path / "memory.html"
+    run = subprocess.run([sys.executable, "-m", "hloscope", "memory", str(bad), "--html", str(out)],
+                         check=False, capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"{bad}:4:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.hlo"]
+
+
+def test_an_unwritable_destination_is_named_and_exits_2(tmp_path):
+    out = tmp_path / "missing-dir" / "memory.html"
+    run = subprocess.run([sys.executable, "-m", "hloscope", "memory", str(FIXTURE), "--html", str(out)],
+                         check=False, capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 2
+    assert str(out) in run.stderr and "Traceback" not in run.stderr
+
+
+# --- in a real browser ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    in_ci = bool(os.environ.get("CI"))
+    if not os.access(CHROMIUM, os.X_OK):
+        if in_ci:
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium for this test")
+        pytest.skip(f"needs {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if in_ci:
+            raise
+        pytest.skip("needs the playwright package (pip install playwright)")
+    with tempfile.TemporaryDirectory(prefix="hloscope-chromium-") as profile, sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                       args=CHROMIUM_FLAGS, viewport=VIEWPORT)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+class Opened:
+    """A page of the browser opened on a file, recording console errors and requests."""
+
+    def __init__(self, context, path: Path):
+        self.page = context.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.url = path.resolve().as_uri()
+        start = time.perf_counter()
+        self.page.goto(self.url)
+        self.page.wait_for_selector("body[data-ready='1']")
+        self.wall_seconds = time.perf_counter() - start
+        # From navigation start to drawn, as the page's own clock measures it.
+        self.page_ms = self.page.evaluate("performance.now()")
+
+    def tooltip(self) -> str:
+        self.page.wait_for_selector("#tooltip:not([hidden])")
+        return self.page.inner_text("#tooltip")
+
+    def chart(self, n: int = 0) -> dict:
+        return self.page.eval_on_selector(f"#module-{n} .chart svg", "s => ({...s.dataset})")
+
+    def hover_step(self, step: int, n: int = 0) -> None:
+        """Move the mouse over the middle of `step` on the chart (zoomed so a step is wide)."""
+        svg = self.page.locator(f"#module-{n} .chart svg")
+        box = svg.bounding_box()
+        d = self.chart(n)
+        view_width = float(d["left"]) + float(d["plotWidth"]) + 18  # the chart's right margin
+        scale = box["width"] / view_width
+        lo, hi = int(d["lo"]), int(d["hi"])
+        x = float(d["left"]) + (step - lo + 0.5) / (hi - lo) * float(d["plotWidth"])
+        self.page.mouse.move(box["x"] + x * scale, box["y"] + box["height"] * 0.6)
+
+
+def open_page(context, tmp_path: Path, result, name: str, title: str) -> Opened:
+    path = tmp_path / name
+    write_html(path, memory_page(result, [title]))
+    return Opened(context, path)
+
+
+def assert_clean(opened: Opened):
+    assert opened.errors == [], opened.errors
+    assert opened.requests == [opened.url], "the page fetched something"
+
+
+def save_screenshot(opened: Opened, path: Path) -> None:
+    opened.page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    assert path.stat().st_size > 0
+
+
+def test_fixture_page_in_chromium(browser, tmp_path):
+    r = hloscope.load(FIXTURE).memory()
+    opened = open_page(browser, tmp_path, r, "fixture.html", str(FIXTURE))
+    page = opened.page
+    assert_clean(opened)
+
+    at = r.peak_at["index"]
+    marker = page.locator("#module-0 .peak-marker")
+    assert marker.is_visible()
+    assert marker.get_attribute("data-step") == str(at)
+    assert r.peak_at["instruction"] in page.text_content("#module-0 .peak-label")
+
+    marker.hover()
+    tip = opened.tooltip()
+    assert f"step {at:,}: {r.peak_at['instruction']}" in tip
+    assert f"({r.timeline[at]:,} B)" in tip
+    assert r.timeline[at] == r.temp_max_live_bytes
+
+    # The buffers live at the peak: one row each, largest first; hover and click tell all.
+    rows = page.locator("#module-0 .buf")
+    assert rows.count() == min(len(r.live_at_peak), 200)
+    first = r.live_at_peak[0]
+    rows.nth(0).hover()
+    tip = opened.tooltip()
+    for text in (first.instruction, first.shape, f"{first.bytes:,} B", first.op_name or "—", first.source or "—"):
+        assert text in tip
+    rows.nth(0).click()
+    assert first.instruction in page.inner_text("#module-0 .details")
+    assert sum(b.bytes for b in r.live_at_peak) == r.timeline[at]
+
+    save_screenshot(opened, tmp_path / "memory-fixture.png")
+    assert_clean(opened)
+
+
+def test_small_module_hover_zoom_and_escaping(browser, tmp_path):
+    r = hloscope.parse(SMALL).memory()
+    opened = open_page(browser, tmp_path, r, "small.html", "small.hlo")
+    page = opened.page
+    assert_clean(opened)
+    assert int(opened.chart()["hi"]) == len(r.timeline)
+
+    # Every step is wider than a pixel here: hovering one names it and its live bytes.
+    for step in range(len(r.steps)):
+        opened.hover_step(step)
+        tip = opened.tooltip()
+        assert f"step {step:,}: {r.steps[step]}" in tip, tip
+        assert f"({r.timeline[step]:,} B)" in tip, tip
+
+    # op_name with "</script>" arrives as text.
+    (row,) = [i for i, b in enumerate(r.live_at_peak) if "</script>" in (b.op_name or "")]
+    page.locator("#module-0 .buf").nth(row).click()
+    assert r.live_at_peak[row].op_name in page.inner_text("#module-0 .details")
+
+    # Zoom with the inputs, then by dragging, then back with a double-click.
+    page.fill("#module-0 input.from", "2")
+    page.fill("#module-0 input.to", "5")
+    page.press("#module-0 input.to", "Enter")
+    assert (opened.chart()["lo"], opened.chart()["hi"]) == ("2", "6")
+    assert "steps 2–5 of" in page.text_content("#module-0 .chart .x-title")
+    opened.hover_step(3)
+    assert f"step 3: {r.steps[3]}" in opened.tooltip()
+
+    svg = page.locator("#module-0 .chart svg").bounding_box()
+    page.dblclick("#module-0 .chart svg")
+    assert (opened.chart()["lo"], opened.chart()["hi"]) == ("0", str(len(r.timeline)))
+    d = opened.chart()
+    scale = svg["width"] / (float(d["left"]) + float(d["plotWidth"]) + 18)
+    step_px = float(d["plotWidth"]) / len(r.timeline) * scale
+    x0 = svg["x"] + float(d["left"]) * scale
+    page.mouse.move(x0 + step_px * 1.5, svg["y"] + 100)
+    page.mouse.down()
+    page.mouse.move(x0 + step_px * 3.5, svg["y"] + 100, steps=5)
+    page.mouse.up()
+    assert (opened.chart()["lo"], opened.chart()["hi"]) == ("1", "4")
+
+    page.dblclick("#module-0 .chart svg")
+    save_screenshot(opened, tmp_path / "memory-small.png")
+    assert_clean(opened)
+
+
+def test_a_long_schedule_is_drawn_per_pixel_with_the_peak_exact(browser, tmp_path):
+    r = hloscope.parse(long_module(4000, 2345)).memory()
+    opened = open_page(browser, tmp_path, r, "long.html", "long")
+    page = opened.page
+    assert_clean(opened)
+    d = opened.chart()
+    columns = int(float(d["plotWidth"]))
+    assert len(r.timeline) > 2 * columns, "the test needs more steps than pixels"
+    assert int(d["buckets"]) == columns
+
+    path = page.get_attribute("#module-0 path.series-max", "d")
+    points = re.findall(r"(-?[\d.]+),(-?[\d.]+)", path)
+    assert len(points) <= 2 * columns + 2
+    # A one-step spike is still the highest point drawn, at the marker.
+    cy = float(page.get_attribute("#module-0 .peak-marker", "cy"))
+    assert min(float(y) for _, y in points) == pytest.approx(cy, abs=0.06)
+    page.locator("#module-0 .peak-marker").hover()
+    tip = opened.tooltip()
+    assert f"step {r.peak_at['index']:,}: {r.peak_at['instruction']}" in tip
+    assert f"({max(r.timeline):,} B)" in tip
+
+    # Zoomed to fewer steps than pixels, each step is drawn on its own again.
+    page.click("#module-0 button.zoom-peak")
+    assert int(opened.chart()["buckets"]) == int(opened.chart()["hi"]) - int(opened.chart()["lo"])
+    save_screenshot(opened, tmp_path / "memory-long.png")
+    assert_clean(opened)
+
+
+def test_a_huge_schedule_opens_in_under_two_seconds(browser, tmp_path):
+    # The size of a 190K-instruction module's schedule, with thousands of buffers at the peak:
+    # what matters here is how much the page carries and draws, not what the values are.
+    n = 200_000
+    timeline = tuple((i * 7919) % 100_003 * 4096 for i in range(n))
+    at = max(range(n), key=timeline.__getitem__)
+    buffers = tuple(LiveBuffer(f"fusion.{i}", 4096 * (5000 - i), f"f32[{1024 * (5000 - i)}]{{0}}",
+                               f"jit(step)/layer_{i % 32}/dot_general", f"model.py:{i}") for i in range(5000))
+    r = MemoryAnalysis(name="huge", temp_bytes=max(timeline), argument_bytes=0, output_bytes=0, alias_bytes=0,
+                       peak_bytes=max(timeline), peak_at={"index": at, "instruction": f"fusion.{at}"},
+                       live_at_peak=buffers, temp_max_live_bytes=max(timeline), timeline=timeline,
+                       steps=tuple(f"fusion.{i}" for i in range(n)))
+    opened = open_page(browser, tmp_path, r, "huge.html", "huge")
+    assert_clean(opened)
+    print(f"huge page: {opened.page_ms:.0f} ms to draw, {opened.wall_seconds:.2f} s wall")
+    assert opened.page_ms < 2000
+    assert opened.page.locator("#module-0 .peak-marker").is_visible()
