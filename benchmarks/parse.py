@@ -39,6 +39,9 @@ sys.path.insert(0, str(REPO))
 CONFIGS = {
     # ≈ 22 MB of text, ≈ 3.5-4 min to compile on a 2-core machine.
     "default": dict(layers=32, heads=16, d=256, ff=1024, seq=128, batch=16),
+    # The second side of `hloscope diff` in speed.py: the default model with a shorter
+    # sequence, as a user comparing two sequence lengths would.
+    "diff_b": dict(layers=32, heads=16, d=256, ff=1024, seq=96, batch=16),
     # ≈ 54 MB of text: about the most this machine (24 GB, shared) compiles within ~12 GB.
     # Compile memory grows quadratically with the instructions: a transient spike during
     # XLA's CPU `fusion` pass (seen in pass logs + RSS trace; presumably its reachability map

@@ -58,6 +58,8 @@ P = _load_parse_bench()
 TARGET_PARSE_X_XLA = 3.0
 TARGET_COLD_X_XLA = 2.0
 TARGET_WARM_X_XLA = 0.5
+TARGET_DIFF_COLD_X_XLA = 3.0
+TARGET_DIFF_WARM_X_XLA = 0.5
 TARGET_SCALING = 5.5
 TARGET_RSS_X_FILE = 5.0
 
@@ -358,6 +360,28 @@ def print_scaling(small: dict, large: dict) -> list[tuple[str, bool]]:
     return checks
 
 
+def bench_diff(a: dict, b_path: Path, repeat: int, cache: ModuleCache) -> list[tuple[str, bool]]:
+    """`hloscope diff A B` of the ≈22 MB module against a second compilation of the model
+    (a shorter sequence), cold and warm; targets against XLA's parse of A alone."""
+    py = sys.executable
+    argv = [py, "-m", "hloscope", "diff", str(a["path"]), str(b_path)]
+    print(f"\n── hloscope diff {a['path'].name} {b_path.name} ──", flush=True)
+    cold = best_child(argv, repeat, before=cache.clear)
+    cache.clear()
+    run_child(argv)
+    warm = best_child(argv, repeat)
+    cache.clear()
+    xla = a["xla"]
+    checks = []
+    for label, c, target in (("hloscope diff, cold", cold, TARGET_DIFF_COLD_X_XLA),
+                             ("hloscope diff, warm", warm, TARGET_DIFF_WARM_X_XLA)):
+        ok = c["wall"] <= target * xla
+        print(f"{label:34s} {c['wall']:7.2f} s  {c['wall'] / xla:5.2f}× XLA's parse of A  (≤ {target:g}× {verdict(ok)})"
+              f"  RSS {c['rss_max']:.0f} MB  runs {' '.join(f'{t:.2f}' for t in c['runs'])}")
+        checks.append((f"{label} ≤ {target:g}× XLA parse of A ({c['wall'] / xla:.2f}×)", ok))
+    return checks
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
@@ -366,6 +390,8 @@ def main(argv=None) -> int:
                         "on 2 cores for the first; ~20 min, ~6 GB for the second)")
     g.add_argument("--small-only", action="store_true", help="only the ≈22 MB module")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
+    ap.add_argument("--no-diff", action="store_true",
+                    help="skip `hloscope diff` (its second module takes ~4 min to build the first time)")
     ap.add_argument("--timeout", type=float, default=TIMEOUT,
                     help="kill a subprocess still running after this many seconds (default %(default)g)")
     args = ap.parse_args(argv)
@@ -407,6 +433,8 @@ def main(argv=None) -> int:
         checks += print_module(r)
     for bigger in results[1:]:
         checks += print_scaling(results[0], bigger)
+    if not args.no_diff:
+        checks += bench_diff(results[0], P.ensure_module(P.CONFIGS["diff_b"]), args.repeat, cache)
 
     print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS ──")
     for label, ok in checks:

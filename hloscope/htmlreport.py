@@ -25,16 +25,32 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
+from .analysis.roles import ROLES
 
 DATA_FORMAT = 1
 """Version of the JSON the page carries; bumped when its shape changes."""
 
 
-def timeline_data(result: MemoryAnalysis, title: str | None = None) -> dict[str, Any]:
+ROLE_COLORS = {
+    "gathered_parameters": "#e07b39", "gradients": "#c23b5a", "activations": "#4f7fd0",
+    "loop_state": "#8a63c7", "collective_buffers": "#d4a72c", "temporaries": "#8fb3e8",
+    "unknown": "#a8adb8", "parameters": "#2e8b57", "optimizer_state": "#5aa36f", "inputs": "#7fbf8f",
+}
+
+
+def timeline_data(result: MemoryAnalysis, title: str | None = None,
+                  by_role: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """What the page needs to draw one module's memory: figures, the timeline as stacked
-    series, what runs at each step, the peak and the buffers live there."""
+    series (one per role when `by_role` is given: they add up to the timeline), what runs at
+    each step, the peak and the buffers live there."""
     timeline = list(result.timeline)
+    if by_role:
+        series = [{"key": role, "label": role.replace("_", " "), "values": by_role[role],
+                   "color": ROLE_COLORS.get(role)} for role in ROLES if role in by_role]
+    else:
+        series = [{"key": "temp", "label": "live temp bytes", "values": timeline}]
     at = int(result.peak_at.get("index", 0))
     return {
         "title": title or result.name,
@@ -48,8 +64,8 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None) -> dict[str,
             "peak_bytes": result.peak_bytes,
         },
         "steps": list(result.steps),
-        # Stacked bottom to top; a per-role breakdown adds entries here, nothing else changes.
-        "series": [{"key": "temp", "label": "live temp bytes", "values": timeline}],
+        # Stacked bottom to top.
+        "series": series,
         "peak": {
             "index": at,
             "instruction": result.peak_at.get("instruction", ""),
@@ -59,14 +75,30 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None) -> dict[str,
     }
 
 
-def memory_page(results: MemoryAnalysis | Sequence[MemoryAnalysis], titles: Sequence[str] | None = None) -> str:
-    """The HTML page of `hloscope memory --html`: one section per module."""
+def memory_page(results: MemoryAnalysis | Sequence[MemoryAnalysis], titles: Sequence[str] | None = None,
+                by_role: Sequence[dict[str, list[int]] | None] | None = None) -> str:
+    """The HTML page of `hloscope memory --html`: one section per module, its timeline
+    stacked by role when `by_role` (per module) is given."""
     if isinstance(results, MemoryAnalysis):
         results = [results]
     titles = list(titles) if titles is not None else [None] * len(results)
-    modules = [timeline_data(r, t) for r, t in zip(results, titles)]
+    by_role = list(by_role) if by_role is not None else [None] * len(results)
+    modules = [timeline_data(r, t, br) for r, t, br in zip(results, titles, by_role)]
     heading = modules[0]["title"] if len(modules) == 1 else f"{len(modules)} modules"
     return _page(f"hloscope memory: {heading}", {"kind": "memory", "modules": modules})
+
+
+def diff_page(result: DiffResult, titles: Sequence[str] = ("A", "B"),
+              by_role: Sequence[dict[str, list[int]] | None] = (None, None)) -> str:
+    """The HTML page of `hloscope diff --html`: the one sentence, the causes that add up to
+    the gap, then A's and B's timelines one above the other on one byte scale."""
+    causes = [{"role": c.role or c.kind, "bytes": c.bytes, "a_bytes": c.a_bytes, "b_bytes": c.b_bytes,
+               "description": c.description} for c in result.causes]
+    modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0]),
+               timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1])]
+    payload = {"kind": "diff", "summary": result.summary, "causes": causes,
+               "delta_temp_bytes": result.delta_temp_bytes, "modules": modules}
+    return _page("hloscope diff: " + " vs ".join(titles), payload)
 
 
 def write_html(path: str | os.PathLike, text: str) -> None:
@@ -132,6 +164,13 @@ _TEMPLATE = """<!DOCTYPE html>
 """
 
 _STYLE = r"""
+.causes h2.summary { font-size: 17px; line-height: 1.4; }
+.cause-table { border-collapse: collapse; margin: 8px 0 24px; font-size: 13px; }
+.cause-table th, .cause-table td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; }
+.cause-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.cause-table tr.grew td:first-child { color: #b42318; }
+.cause-table tr.shrank td:first-child { color: #067647; }
+.cause-table tr.total td { font-weight: 600; border-bottom: none; }
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d5dae3; --bg: #ffffff; --panel: #f6f8fb;
         --series0: #6f9ad8; --series0-min: #2f558f; --peak: #c62828; --pack: #7a4fb5; }
 * { box-sizing: border-box; }
@@ -377,8 +416,9 @@ _SCRIPT = r"""
             pts.push(`${this.x(e.starts[c]).toFixed(1)},${y}`, `${this.x(e.starts[c + 1]).toFixed(1)},${y}`);
           }
           const d = `M${this.x(this.lo).toFixed(1)},${base}L${pts.join("L")}L${this.x(this.hi).toFixed(1)},${base}Z`;
-          if (cls === "min" && !this.downsampled) continue;
-          const color = k === 0 ? (cls === "max" ? "var(--series0)" : "var(--series0-min)") : `hsl(${(k * 67) % 360} 55% ${cls === "max" ? 78 : 48}%)`;
+          if (cls === "min" && (!this.downsampled || layers.length > 1)) continue;
+          const own = layers[k].series.color;
+          const color = own || (k === 0 ? (cls === "max" ? "var(--series0)" : "var(--series0-min)") : `hsl(${(k * 67) % 360} 55% ${cls === "max" ? 78 : 48}%)`);
           this.svg.appendChild(sv("path", {class: `series series-${cls}`, "data-series": layers[k].series.key, d, fill: color}));
         }
       }
@@ -523,7 +563,7 @@ _SCRIPT = r"""
     const legend = el("div", {class: "legend"});
     for (const l of tl.layers) {
       const item = el("span");
-      item.appendChild(el("span", {class: "sw", style: "background: var(--series0)"}));
+      item.appendChild(el("span", {class: "sw", style: `background: ${l.series.color || "var(--series0)"}`}));
       const note = el("span");
       seriesNotes.push(note);
       item.append(l.series.label, note);
@@ -534,7 +574,7 @@ _SCRIPT = r"""
     const pk = el("span");
     pk.appendChild(el("span", {class: "dot"}));
     pk.append("peak (most temp bytes live)");
-    legend.append(lowest, pk);
+    if (tl.layers.length > 1) legend.append(pk); else legend.append(lowest, pk);
     if (lines.length) {
       const pack = el("span");
       pack.appendChild(el("span", {class: "dash"}));
@@ -611,10 +651,35 @@ _SCRIPT = r"""
     return {sec, tl};
   }
 
+  // The diff's sentence and its causes, which add up to the gap in temp bytes.
+  function causesSection(data) {
+    const sec = el("section", {class: "causes", id: "causes"});
+    sec.appendChild(el("h2", {class: "summary"}, data.summary));
+    const table = el("table", {class: "cause-table"});
+    const head = el("tr");
+    for (const h of ["change (B − A)", "A", "B", "cause", "what"]) head.appendChild(el("th", {}, h));
+    table.appendChild(head);
+    const signed = n => (n > 0 ? "+" : n < 0 ? "−" : "±") + fmtBytes(Math.abs(n));
+    for (const c of data.causes) {
+      const tr = el("tr", {class: c.bytes > 0 ? "grew" : "shrank"});
+      tr.append(el("td", {class: "num"}, signed(c.bytes)), el("td", {class: "num"}, fmtBytes(c.a_bytes)),
+                el("td", {class: "num"}, fmtBytes(c.b_bytes)), el("td", {}, c.role.replace(/_/g, " ")),
+                el("td", {}, c.description));
+      table.appendChild(tr);
+    }
+    const total = el("tr", {class: "total"});
+    total.append(el("td", {class: "num"}, signed(data.delta_temp_bytes)), el("td"), el("td"),
+                 el("td", {}, "temp (sum)"), el("td", {}, "the causes add up to the gap"));
+    table.appendChild(total);
+    sec.appendChild(table);
+    return sec;
+  }
+
   const data = JSON.parse(document.getElementById("hloscope-data").textContent);
   const report = document.getElementById("report");
   const timelines = [];
-  if (data.kind === "memory") {
+  if (data.kind === "diff") report.appendChild(causesSection(data));
+  if (data.kind === "memory" || data.kind === "diff") {
     data.modules.forEach((mod, i) => {
       const {sec, tl} = memorySection(mod, i);
       report.appendChild(sec);

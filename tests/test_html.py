@@ -345,3 +345,34 @@ def test_a_huge_schedule_opens_in_under_two_seconds(browser, tmp_path):
     print(f"huge page: {opened.page_ms:.0f} ms to draw, {opened.wall_seconds:.2f} s wall")
     assert opened.page_ms < 2000
     assert opened.page.locator("#module-0 .peak-marker").is_visible()
+
+
+def test_diff_page_in_chromium(browser, tmp_path):
+    """`hloscope diff --html`: the sentence and the causes, then both timelines stacked by
+    role; each stack adds up to that side's timeline, and hovering a step names every role's
+    bytes there."""
+    from hloscope.htmlreport import diff_page
+
+    a, b = (hloscope.load(FIXTURES / n / "module.hlo.txt") for n in ("gpu_hsdp_accum1", "gpu_hsdp_accum2"))
+    result = hloscope.diff(a, b)
+    roles = (a.role_timelines(), b.role_timelines())
+    for side, timelines in zip((result.a, result.b), roles):
+        assert [sum(v) for v in zip(*timelines.values())] == list(side.memory.timeline)
+    path = tmp_path / "diff.html"
+    write_html(path, diff_page(result, ("accum1", "accum2"), roles))
+    opened = Opened(browser, path)
+    assert_clean(opened)
+    page = opened.page
+    assert page.text_content("#causes h2") == result.summary
+    rows = page.locator("#causes tr")
+    assert rows.count() == len(result.causes) + 2  # header and sum
+    for n, side in enumerate((result.a, result.b)):
+        marker = page.locator(f"#module-{n} .peak-marker")
+        assert marker.get_attribute("data-step") == str(side.memory.peak_at["index"])
+        marker.hover()
+        tip = opened.tooltip()
+        assert side.memory.peak_at["instruction"] in tip
+        top_role = max(roles[n], key=lambda r: roles[n][r][side.memory.peak_at["index"]])
+        assert top_role.replace("_", " ") in tip
+        page.mouse.move(0, 0)
+    save_screenshot(opened, tmp_path / "diff.png")

@@ -26,6 +26,7 @@ so the roles add up to `argument_bytes + output_bytes - alias_bytes + temp_max_l
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,3 +263,40 @@ def roles_at_peak(module, model: MemoryModel, roles: Roles | None = None) -> Rol
             add(v, v.size, temp_by_role, "temp")
     buffers.sort(key=lambda b: (-b.bytes, b.instruction))
     return RolesAtPeak(module.name, peak, by_role, temp_by_role, tuple(buffers), sum(by_role.values()))
+
+
+def role_timelines(model: MemoryModel, roles: Roles) -> dict[str, list[int]]:
+    """Temp bytes live at each step of the flattened schedule, by role (roles that are never
+    live left out), adding up to the heap's own timeline: each slot of the default heap counts
+    once per step, as the heap counts it. Values that overlap in time in one slot (a value
+    written over its operand) count as the largest of them, under its role."""
+    heap = model.heaps.get(0)
+    if heap is None:
+        return {}
+    end = model.live.schedule.end
+    ranges = model.live.ranges
+    by_slot: dict[int, list[tuple[int, int, Value]]] = {}
+    for v, offset in heap.offsets.items():
+        r = ranges.get(v)
+        if r is not None:
+            by_slot.setdefault(offset, []).append((r[0], r[1], v))
+    deltas: dict[str, list[int]] = {}
+
+    def add(s: int, e: int, v: Value) -> None:
+        delta = deltas.setdefault(roles.of(v), [0] * (end + 2))
+        delta[s] += v.size
+        delta[e + 1] -= v.size
+
+    for spans in by_slot.values():
+        spans.sort(key=lambda t: (t[0], -t[2].size))
+        cur_s, cur_e, cur_v = spans[0]
+        for s, e, v in spans[1:]:
+            if s <= cur_e:  # overlapping in the slot: one run, the largest value's bytes
+                cur_e = max(cur_e, e)
+                if (v.size, -v.id) > (cur_v.size, -cur_v.id):
+                    cur_v = v
+            else:
+                add(cur_s, cur_e, cur_v)
+                cur_s, cur_e, cur_v = s, e, v
+        add(cur_s, cur_e, cur_v)
+    return {role: list(itertools.accumulate(d[:end + 1])) for role, d in deltas.items() if any(d)}

@@ -28,7 +28,7 @@ from ..analysis.memory import (
     analyze_memory,
     build_memory_model,
 )
-from ..analysis.roles import RoleBuffer, RolesAtPeak, roles_at_peak
+from ..analysis.roles import RoleBuffer, RolesAtPeak, assign_roles, role_timelines, roles_at_peak
 from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
@@ -94,6 +94,13 @@ class Module(ir.Module):
         inputs, gathered parameters, gradients, activations, collective buffers, loop state,
         temporaries, unknown (hloscope.analysis.roles)."""
         return _roles(self, platform, alignment)
+
+    def role_timelines(self, platform: str | None = None, alignment: int | None = None) -> dict[str, list[int]]:
+        """Temp bytes live at each schedule step, by role; they add up to
+        `memory().timeline` (hloscope.analysis.roles)."""
+        model = _model(self, platform, alignment)
+        with runtime.no_cyclic_gc():
+            return role_timelines(model, assign_roles(self, model))
 
     def stats(self):
         return module_stats(self)
