@@ -35,7 +35,7 @@ from typing import Any
 
 from ..ir.module import Instruction
 from ..ir.opcodes import info as opinfo
-from .callgraph import CallGraph
+from .callgraph import scheduled_callees
 from .dataflow import Value
 from .memory import MemoryModel
 
@@ -169,12 +169,9 @@ def side_of(op_name: str | None) -> str | None:
     return OTHER
 
 
-def _has_side_metadata(module) -> bool:
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if side_of(inst.op_name) in (FORWARD, BACKWARD):
-                return True
-    return False
+def _has_side_metadata(model: MemoryModel) -> bool:
+    """Whether any op on the schedule carries JAX's forward or backward metadata."""
+    return any(side_of(inst.op_name) in (FORWARD, BACKWARD) for inst in model.live.schedule.time)
 
 
 def _schedule_boundary(model: MemoryModel) -> int | None:
@@ -215,13 +212,18 @@ def gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value]
             out += [(inst, idx, v) for idx, v in values.items()
                     if idx[:1] == (1,) and v.instruction is inst and not v.shape.is_tuple]
         elif op.calls_kind == "fused":
-            gathered = [i.shape for c in inst.called_computations for i in c.instructions
-                        if opinfo(i.opcode).collective == "all-gather" and opinfo(i.opcode).async_role is None]
+            gathered = _fused_gathers(inst)
             if gathered:
                 dims = {(s.element_type, s.dimensions) for s in gathered}
                 out += [(inst, idx, v) for idx, v in values.items() if v.instruction is inst
                         and not v.shape.is_tuple and (v.shape.element_type, v.shape.dimensions) in dims]
     return out
+
+
+def _fused_gathers(fusion: Instruction) -> list:
+    """The shapes of the all-gathers a fusion runs inside (bodies that name none stay unread)."""
+    return [i.shape for c in fusion.called_computations if c.may_contain(("all-gather",))
+            for i in c.instructions if opinfo(i.opcode).collective == "all-gather" and opinfo(i.opcode).async_role is None]
 
 
 def carried_values(value: Value, df) -> list[Value]:
@@ -284,8 +286,7 @@ def _before_gather(operand: Instruction | None) -> Instruction | None:
     while operand is not None and operand.opcode == "get-tuple-element" and operand.operands and seen < 8:
         seen += 1
         src = operand.operands[0]
-        if opinfo(src.opcode).calls_kind != "fused" or not any(
-                opinfo(i.opcode).collective == "all-gather" for c in src.called_computations for i in c.instructions):
+        if opinfo(src.opcode).calls_kind != "fused" or not _fused_gathers(src):
             break
         operand = _gathered_operand(src, ())
     return operand
@@ -296,7 +297,7 @@ _MOVES = frozenset({"bitcast", "copy", "convert", "reshape"})
 TPU's copies into another memory space)."""
 
 
-def _entry_parameter(operand: Instruction | None, graph: CallGraph) -> Instruction | None:
+def _entry_parameter(operand: Instruction | None, callers: dict) -> Instruction | None:
     """The entry parameter `operand` comes from, through moves and conversions, tuples and
     loop carries; None when it is computed."""
     cur, steps = operand, 0
@@ -305,7 +306,7 @@ def _entry_parameter(operand: Instruction | None, graph: CallGraph) -> Instructi
         if cur.opcode == "parameter":
             if cur.computation.is_entry:
                 return cur
-            cur = _caller_operand(cur, None, graph)
+            cur = _caller_operand(cur, None, callers)
         elif cur.opcode == "get-tuple-element" and cur.operands:
             index = cur.attributes.decoded("index")
             src = cur.operands[0]
@@ -316,7 +317,7 @@ def _entry_parameter(operand: Instruction | None, graph: CallGraph) -> Instructi
             elif src.opcode == "parameter" and src.computation.is_entry:
                 return src
             elif src.opcode == "parameter":
-                cur = _caller_operand(src, index, graph)
+                cur = _caller_operand(src, index, callers)
             else:
                 return None
         elif (cur.opcode in _MOVES or opinfo(cur.opcode).async_role is not None) and cur.operands:
@@ -328,13 +329,13 @@ def _entry_parameter(operand: Instruction | None, graph: CallGraph) -> Instructi
     return None
 
 
-def _caller_operand(param: Instruction, element: int | None, graph: CallGraph) -> Instruction | None:
+def _caller_operand(param: Instruction, element: int | None, callers: dict) -> Instruction | None:
     """What a called computation's parameter (element `element` of it, for a tuple) is bound
     to by its one caller; None for several callers."""
-    callers = graph.callers(param.computation.name)
-    if len(callers) != 1:
+    found = callers.get(param.computation, ())
+    if len(found) != 1:
         return None
-    caller = callers[0][0]
+    caller = found[0]
     number = 0 if caller.opcode == "while" else (param.parameter_number or 0)
     if number >= len(caller.operands):
         return None
@@ -346,20 +347,30 @@ def _caller_operand(param: Instruction, element: int | None, graph: CallGraph) -
     return None
 
 
-def _inside_loop_of(user: Instruction, home, graph: CallGraph) -> bool:
+def _inside_loop_of(user: Instruction, home, callers: dict) -> bool:
     """Whether `user` runs inside a while loop's body or condition that `home` (the gather's
     computation) runs: the gathered value then lives across the loop's iterations."""
     comp, seen = user.computation, 0
     through_loop = False
     while comp is not None and comp is not home and seen < 64:
         seen += 1
-        callers = graph.callers(comp.name)
-        if not callers:
+        found = callers.get(comp, ())
+        if not found:
             return False
-        caller = callers[0][0]
-        through_loop |= caller.opcode == "while"
-        comp = caller.computation
+        through_loop |= opinfo(found[0].opcode).is_loop
+        comp = found[0].computation
     return comp is home and through_loop
+
+
+def schedule_callers(model: MemoryModel) -> dict:
+    """Each computation the schedule runs → the instructions that run it (loops, calls,
+    branches, async starts), from the flattened schedule alone: fused bodies stay unread."""
+    callers: dict = {}
+    for inst in model.live.schedule.time:
+        if opinfo(inst.opcode).runs_callees:
+            for comp in scheduled_callees(inst):
+                callers.setdefault(comp, []).append(inst)
+    return callers
 
 
 def _origin(op_name: str | None) -> str:
@@ -380,8 +391,8 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
     `build_memory_model`."""
     df, live = model.dataflow, model.live
     schedule = live.schedule
-    graph = CallGraph(module)
-    by_metadata = _has_side_metadata(module)
+    callers = schedule_callers(model)
+    by_metadata = _has_side_metadata(model)
     boundary_step = None if by_metadata else _schedule_boundary(model)
     peak = model.peak_step
     # A value counts at the peak of its own memory space's heap (TPU keeps gathered
@@ -409,7 +420,7 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
         reasons = []
         if FORWARD in sides and BACKWARD in sides:
             reasons.append("forward_and_backward")
-        if any(_inside_loop_of(u, inst.computation, graph) for u in users):
+        if any(_inside_loop_of(u, inst.computation, callers) for u in users):
             reasons.append("hoisted_out_of_loop")
         if not reasons:
             continue
@@ -420,7 +431,7 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
                       and live.ranges[v][0] <= peak_of[v] <= live.ranges[v][1])
         own_peak = peak_of.get(value, peak)
         timed = sorted((u for u in uses if u.step is not None), key=lambda u: u.step)
-        parameter = _entry_parameter(_before_gather(_gathered_operand(inst, index)), graph)
+        parameter = _entry_parameter(_before_gather(_gathered_operand(inst, index)), callers)
         held.append(HeldGather(
             instruction=_name(inst, index),
             bytes=value.size,
