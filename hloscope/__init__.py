@@ -19,6 +19,8 @@ _EXPORTS = {
     "diff": "api.compare",
     "HloscopeError": "errors",
     "HloSyntaxError": "errors",
+    "InputError": "api.loading",
+    "NotCompiledError": "api.loading",
     "Computation": "ir.module",
     "Instruction": "ir.module",
     "Module": "api.module",
@@ -41,15 +43,19 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # The API (loaded on first use, so not yet in globals()) and the module's dunders; not
+    # the machinery of the lazy loading.
+    return sorted(set(__all__) | {"__version__"} | {n for n in globals() if n.startswith("__") and n.endswith("__")})
 
 
 __all__ = [
     "Computation",
     "HloSyntaxError",
     "HloscopeError",
+    "InputError",
     "Instruction",
     "Module",
+    "NotCompiledError",
     "Shape",
     "assert_budget",
     "check",

@@ -7,7 +7,9 @@ prints them, without colour when stdout is not a terminal or NO_COLOR is set.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import sys
 from typing import Any, Iterable
 
@@ -16,20 +18,52 @@ from rich.table import Table
 from rich.text import Text
 
 
+_UNBOUNDED = 1 << 20
+"""The width text is laid out in when it goes to a pipe or a file: no line is wrapped and no
+name shortened; a reader (or `less -S`) scrolls."""
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's own handler exits with status 1, the code for a failed check: the reader
+        # (`| head -1`) has what it wanted, so the command line ends quietly with 0 instead.
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def terminal_width(stream=None) -> int | None:
+    """The columns of the terminal that `stream` (stdout) is, or COLUMNS when set; None
+    when output goes to a pipe or a file."""
+    stream = stream or sys.stdout
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not stream.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
 def console(stderr: bool = False) -> Console:
+    """A console on stdout (or stderr): colour only on a terminal and without NO_COLOR; the
+    terminal's width, COLUMNS, or (piped) unbounded."""
     no_color = bool(os.environ.get("NO_COLOR"))
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, no_color=no_color, highlight=False, soft_wrap=False,
-                   width=None if stream.isatty() else 120)
+    width = terminal_width(stream)
+    return _Console(file=stream, no_color=no_color, highlight=False, soft_wrap=False,
+                    width=width or _UNBOUNDED, color_system=None if no_color else "auto")
 
 
 def print_renderable(items: Any) -> None:
     out = console()
-    if isinstance(items, (list, tuple)):
+    items = list(items) if isinstance(items, (list, tuple)) else [items]
+    if out.is_terminal:
         for item in items:
             out.print(item)
-    else:
-        out.print(items)
+        return
+    # To a pipe or a file: plain lines, without the padding a table's cells end in.
+    with out.capture() as captured:
+        for item in items:
+            out.print(item)
+    out.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
 
 
 @contextlib.contextmanager
@@ -83,21 +117,101 @@ def table(title: str | None, columns: Iterable[tuple[str, str]], rows: Iterable[
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None,
               header_style="bold")
     for header, justify in columns:
-        t.add_column(header, justify=justify)  # type: ignore[arg-type]
+        # Folded, never cut with an ellipsis: a name that does not fit goes on over lines.
+        t.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         t.add_row(*(str(c) for c in row))
     return t
+
+
+def shorten_middle(name: str, width: int) -> str:
+    """`name` in at most `width` characters, its middle left out: an `op_name` keeps its first
+    component and as many of its last ones as fit (`jit(step)/…/transpose(jvp(mlp))/dot_general`),
+    a path its tail (`/…/model/layers.py:212`); other text its head and a longer tail."""
+    if len(name) <= width:
+        return name
+    parts = name.split("/")
+    if len(parts) > 2:
+        kept: list[str] = []
+        for part in reversed(parts[1:]):
+            if len(parts[0]) + 3 + len("/".join([part, *kept])) > width:
+                break
+            kept.insert(0, part)
+        if kept:
+            return parts[0] + "/…/" + "/".join(kept)
+    head = max(0, (width - 1) // 3)
+    tail = max(1, width - 1 - head)
+    return name[:head] + "…" + name[-tail:]
+
+
+def fitted_table(title: str | None, columns, rows, shorten=(), width: int | None = None) -> list:
+    """`table` laid out for `width` columns (a terminal's; None: a pipe, where every row stays
+    on one line), names never cut. When the rows are wider than the terminal, the columns at
+    indices `shorten` (op_name, source) are shortened in the middle, head and tail kept
+    (`shorten_middle`), unless that would leave less than a name's two ends or make two
+    different names look alike; then those columns leave the table and each row's names follow it on
+    a line of their own, indented and whole (folded only past the terminal's edge)."""
+    columns = list(columns)
+    rows = [[str(c) for c in row] for row in rows]
+    if not width or not shorten or not rows:
+        return [table(title, columns, rows)]
+    natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(columns)]
+    if sum(natural) + 2 * (len(columns) - 1) <= width:
+        return [table(title, columns, rows)]
+    others = sum(w for i, w in enumerate(natural) if i not in shorten) + 2 * (len(columns) - 1)
+    # Each column first gets what its names need at their shortest (first component, `…`,
+    # last component), then the first columns (op_name before source) what is left.
+    rooms = {i: max(len(_compact(r[i])) for r in rows) for i in shorten}
+    spare = width - others - sum(rooms.values())
+    if spare >= 0:
+        for i in shorten:
+            grow = min(spare, natural[i] - rooms[i])
+            rooms[i] += grow
+            spare -= grow
+        shortened = [list(r) for r in rows]
+        for i in shorten:
+            names = {r[i] for r in rows}
+            short = {n: shorten_middle(n, rooms[i]) for n in names}
+            if len(set(short.values())) != len(names):
+                break
+            for r in shortened:
+                r[i] = short[r[i]]
+        else:
+            return [table(title, columns, shortened)]
+    kept = [i for i in range(len(columns)) if i not in shorten]
+    widths = [natural[i] for i in kept]
+    out: list = [Text(title, style="bold")] if title else []
+
+    def line(cells) -> str:
+        return "  ".join(c.rjust(w) if columns[i][1] == "right" else c.ljust(w)
+                         for i, c, w in zip(kept, cells, widths)).rstrip()
+
+    out.append(Text(line([columns[i][0] for i in kept]), style="bold"))
+    for r in rows:
+        out.append(Text(line([r[i] for i in kept])))
+        for i in shorten:
+            if r[i]:
+                out.append(Text("    " + r[i], style="dim"))
+    return out
+
+
+def _compact(name: str) -> str:
+    """The shortest form `shorten_middle` gives a path-like name: its ends."""
+    parts = name.split("/")
+    return f"{parts[0]}/…/{parts[-1]}" if len(parts) > 2 else name
 
 
 def heading(text: str) -> Text:
     return Text(text, style="bold")
 
 
-def stats_report(result) -> list:
-    """`hloscope stats`: one block per module."""
+def stats_report(result, labels=None) -> list:
+    """`hloscope stats`: one block per module; `labels` (the input files, when there are
+    several) prefix the headings."""
     out: list = []
-    for m in result.modules:
-        out.append(heading(f"{m.name}: {m.computations} computations, {m.instructions} instructions"
+    for n, m in enumerate(result.modules):
+        prefix = f"{labels[n]}: " if labels else ""
+        out.append(heading(f"{prefix}{m.name}: {m.computations} computations, {m.instructions} instructions"
                            + (" (scheduled)" if m.is_scheduled else "")))
         rows = sorted(m.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))
         out.append(table(None, [("opcode", "left"), ("count", "right")], rows))
@@ -127,13 +241,19 @@ def collectives_report(results, by: str = "kind", labels=None) -> list:
             tallies = [(kind, t) for kind, t in r.by_kind.items() if t.count]
             tallies += [(kind, t) for kind, t in r.point_to_point.items() if t.count]
             rows = [[kind, *_tally_cells(t)] for kind, t in tallies]
+            rows.append(["total", *_tally_cells(r.total)])
+            out.append(table(None, cols, rows))
         else:
-            cols = [(by, "left")] + cols
-            rows = [[key if key is not None else "-", kind, *_tally_cells(t)] for key, kind, t in r.group_by(by)]
-        rows.append(([""] if by != "kind" else []) + ["total", *_tally_cells(r.total)])
-        out.append(table(None, cols, rows))
+            # The group's name last, where the rest of the line is free for it: whole when it
+            # fits, else shortened in the middle (its tail, the op or the line, kept).
+            cols = cols + [(by, "left")]
+            rows = [[kind, *_tally_cells(t), key if key is not None else f"(no {by})"]
+                    for key, kind, t in r.group_by(by)]
+            rows.append(["total", *_tally_cells(r.total), ""])
+            out.extend(fitted_table(None, cols, rows, shorten=(len(cols) - 1,), width=terminal_width()))
         if r.total.unknown_trip_count:
-            out.append(Text("? : under a while loop with no known_trip_count", style="dim"))
+            out.append(Text("? : under a while loop whose trip count is neither recorded (known_trip_count) "
+                            "nor inferable from its counter", style="dim"))
         out.append(Text(""))
     return out
 
@@ -188,29 +308,61 @@ def sparkline(values, width: int = 72) -> str:
     return "".join(_SPARK[min(len(_SPARK) - 1, int(b * (len(_SPARK) - 1) / top + 0.5))] for b in buckets)
 
 
-def memory_report(results, top: int = 10) -> list:
-    """`hloscope memory`: headline figures, the top buffers live at the peak, the timeline."""
+def memory_report(results, top: int = 10, labels=None, xla=None) -> list:
+    """`hloscope memory`: headline figures, the top buffers live at the peak, the timeline.
+
+    `labels` (the input files, when there are several) prefix the headings; `xla`, one per
+    result, XLA's own figures from a dump's buffer assignment (hloscope.text.dumpfiles), or None."""
     out: list = []
-    for m in results:
-        out.append(heading(f"{m.name}: temp {human_bytes(m.temp_bytes)} "
+    for n, m in enumerate(results):
+        prefix = f"{labels[n]}: " if labels else ""
+        out.append(heading(f"{prefix}{m.name}: temp {human_bytes(m.temp_bytes)} "
                            f"(max live {human_bytes(m.temp_max_live_bytes)}), "
+                           f"total {human_bytes(getattr(m, 'total_bytes', 0))}, "
                            f"peak {human_bytes(m.peak_bytes)}"))
         out.append(Text(f"arguments {human_bytes(m.argument_bytes)} · outputs {human_bytes(m.output_bytes)} · "
                         f"aliased {human_bytes(m.alias_bytes)} · peak at step {m.peak_at['index']} "
                         f"({m.peak_at['instruction']})"))
-        rows = [(human_bytes(b.bytes), b.instruction, b.shape if len(b.shape) <= 40 else b.shape[:39] + "…",
-                 b.op_name or "", b.source or "")
+        if getattr(m, "xla", None):
+            out.append(xla_memory_analysis_line(m))
+        if xla and xla[n] is not None:
+            out.append(xla_figures_line(xla[n]))
+        out.extend(Text(f"note: {note}") for note in getattr(m, "notes", ()))
+        rows = [(human_bytes(b.bytes), b.instruction, b.shape, b.op_name or "", b.source or "")
                 for b in m.live_at_peak[:top]]
         if rows:
-            out.append(table(f"top {len(rows)} of {len(m.live_at_peak)} buffers live at the peak",
-                             [("bytes", "right"), ("instruction", "left"), ("shape", "left"),
-                              ("op_name", "left"), ("source", "left")], rows))
+            out.extend(fitted_table(f"top {len(rows)} of {len(m.live_at_peak)} buffers live at the peak",
+                                    [("bytes", "right"), ("instruction", "left"), ("shape", "left"),
+                                     ("op_name", "left"), ("source", "left")], rows,
+                                    shorten=(3, 4), width=terminal_width()))
         if m.timeline:
             out.append(Text(f"temp bytes over {len(m.timeline)} steps (max {human_bytes(max(m.timeline))}):"))
             out.append(Text(sparkline(m.timeline)))
         out.extend(memory_spaces_lines(m))
         out.append(Text(""))
     return out
+
+
+def xla_memory_analysis_line(m) -> Text:
+    """XLA's `memory_analysis()` figures beside hloscope's, each with hloscope's error."""
+    parts = []
+    for key, label in (("temp_bytes", "temp"), ("argument_bytes", "arguments"), ("output_bytes", "outputs"),
+                       ("alias_bytes", "aliased"), ("total_bytes", "total"), ("peak_bytes", "peak")):
+        theirs = m.xla.get(key)
+        if theirs is None:
+            continue
+        ours = getattr(m, key, 0)
+        error = "exact" if ours == theirs else (f"{(ours - theirs) / theirs:+.2%}" if theirs else "n/a")
+        parts.append(f"{label} {human_bytes(theirs)} (hloscope {error})")
+    return Text("XLA (memory_analysis): " + " · ".join(parts))
+
+
+def xla_figures_line(f) -> Text:
+    """XLA's own figures, summed from the dump's buffer assignment, beside hloscope's."""
+    others = " · ".join(f"S({c}) {human_bytes(b)}" for c, b in sorted(f.other_memory_space_temp_bytes.items()))
+    return Text(f"XLA (buffer assignment): temp {human_bytes(f.temp_bytes)} · arguments "
+                f"{human_bytes(f.argument_bytes)} · outputs {human_bytes(f.output_bytes)} · "
+                f"aliased {human_bytes(f.alias_bytes)}" + (f" · temp in other memory spaces {others}" if others else ""))
 
 
 def memory_spaces_lines(m) -> list:
@@ -283,3 +435,128 @@ def _gathers_advice(g, memory) -> list[str]:
         lines.append("Some held gathers are explicit all_gather calls of the program: no remedy is demonstrated "
                      "for those here.")
     return lines
+
+
+def diff_report(d, top: int = 5) -> list:
+    """`hloscope diff`: the one sentence, the causes, then the details of each side."""
+    a, b = d.a.memory, d.b.memory
+    out: list = [heading(d.summary)]
+    out.append(Text(f"A: {d.a.label or a.name}: temp {human_bytes(a.temp_bytes)}, peak at step "
+                    f"{a.peak_at['index']} ({a.peak_at['instruction']})"))
+    out.append(Text(f"B: {d.b.label or b.name}: temp {human_bytes(b.temp_bytes)}, peak at step "
+                    f"{b.peak_at['index']} ({b.peak_at['instruction']})"))
+    rows = [(_signed(c.bytes), human_bytes(c.a_bytes), human_bytes(c.b_bytes),
+             (c.role or c.kind).replace("_", " "), c.description) for c in d.causes]
+    rows.append((_signed(d.explained_bytes), human_bytes(a.temp_bytes), human_bytes(b.temp_bytes), "temp (sum)",
+                 "the causes add up to the gap"))
+    out.append(table("causes of the temp gap (B − A)",
+                     [("change", "right"), ("A", "right"), ("B", "right"), ("cause", "left"),
+                      ("what", "left")], rows))
+    for c in d.causes:
+        if c.kind != "role" or not (c.instructions.get("a") or c.instructions.get("b")):
+            continue
+        detail = []
+        for side in ("a", "b"):
+            for r in c.instructions.get(side, ())[:top]:
+                detail.append((side.upper(), human_bytes(r["bytes"]), r["instruction"], r["matched"] or "—",
+                               r["op_name"] or "", r["source"] or ""))
+        out.append(table(f"{c.role.replace('_', ' ')}: largest buffers at each peak",
+                         [("side", "left"), ("bytes", "right"), ("instruction", "left"), ("matches", "left"),
+                          ("op_name", "left"), ("source", "left")], detail))
+    crow = [(kind, str(v["a"]), str(v["b"]), _signed(v["b"] - v["a"]), human_bytes(v["a_bytes"]),
+             human_bytes(v["b_bytes"]))
+            for kind, v in d.collectives_delta().items()]
+    if crow:
+        out.append(table("collectives (static count, result bytes)",
+                         [("kind", "left"), ("A", "right"), ("B", "right"), ("change", "right"),
+                          ("A bytes", "right"), ("B bytes", "right")], crow))
+    ga, gb = d.a.gathers, d.b.gathers
+    out.append(Text(f"held all-gathers: A {len(ga.held)} ({human_bytes(ga.held_bytes_at_peak)} at its peak), "
+                    f"B {len(gb.held)} ({human_bytes(gb.held_bytes_at_peak)} at its peak)"))
+    return out
+
+
+def _signed(n: int) -> str:
+    return ("+" if n > 0 else "−" if n < 0 else "±") + human_bytes(abs(n))
+
+
+# ─── cost ──────────────────────────────────────────────────────────────────────────────
+
+
+def human_flops(n: float) -> str:
+    """194238080 → '194.24 MFLOP' (decimal prefixes, as FLOP/s figures are published)."""
+    n = float(n)
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"):
+        if abs(n) < 1000 or unit == "PFLOP":
+            return f"{n:.0f} {unit}" if unit == "FLOP" else f"{n:.2f} {unit}"
+        n /= 1000
+    return f"{n:.2f} PFLOP"
+
+
+def human_seconds(s: float) -> str:
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale or unit == "µs":
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"
+
+
+def cost_report(results, by: str | None = None, top: int = 10, labels=None, estimates=None) -> list:
+    """`hloscope cost`: per module the step's FLOPs, bytes and collective bytes (loops × their
+    trip counts), XLA's convention beside them when loops make it differ, the recomputed forward
+    ops, the costliest instructions (or groups), and with `estimates` a labelled roofline ESTIMATE."""
+    out: list = []
+    for n, r in enumerate(results):
+        prefix = f"{labels[n]}: " if labels else ""
+        out.append(heading(f"{prefix}{r.module}: {human_flops(r.flops)} per step · "
+                           f"{human_bytes(r.bytes_accessed)} accessed · "
+                           f"{human_bytes(r.collective_bytes)} collective results"))
+        out.append(Text(f"transcendentals {r.transcendentals:,} · XLA's convention (each loop one trip): "
+                        f"{human_flops(r.flops_xla_convention)}, {human_bytes(r.bytes_accessed_xla_convention)}"))
+        for loop in r.loops:
+            trips = "unknown trip count, counted once" if loop.trip_count is None else f"× {loop.trip_count}"
+            out.append(Text(f"loop {loop.instruction} ({loop.computation}): {trips}, "
+                            f"one trip {human_flops(loop.trip_flops)}"))
+        kinds = [f"{kind} {human_bytes(b)} (wire ≈ {human_bytes(r.collective_wire_bytes_by_kind[kind])})"
+                 for kind, b in r.collective_bytes_by_kind.items() if b]
+        if kinds:
+            out.append(Text("collectives per step: " + " · ".join(kinds)))
+        recomputed = r.recomputed
+        if r.recompute_flops:
+            share = 100 * r.recompute_flops / r.flops if r.flops else 0.0
+            out.append(Text(f"recomputation: {human_flops(r.recompute_flops)} ({share:.1f}% of the step) in "
+                            f"{len(recomputed)} instructions that replay forward ops"))
+        else:
+            out.append(Text("recomputation: none found (no rematted_computation metadata, no .remat clones)"))
+        if by:
+            groups = r.group_by(by)
+            rows = [(human_flops(g.flops), f"{100 * g.flops / r.flops:.1f}%" if r.flops else "-",
+                     human_bytes(g.bytes_accessed), human_bytes(g.collective_bytes),
+                     human_flops(g.recompute_flops) if g.recompute_flops else "", str(g.instructions),
+                     g.key if g.key is not None else "-")
+                    for g in groups[:top]]
+            out.extend(fitted_table(f"top {len(rows)} of {len(groups)} by {by}",
+                                    [("flops", "right"), ("share", "right"), ("bytes", "right"),
+                                     ("collective", "right"), ("recompute", "right"), ("instructions", "right"),
+                                     (by, "left")], rows, shorten=(6,), width=terminal_width()))
+        else:
+            rows = [(human_flops(i.total_flops), f"{100 * i.total_flops / r.flops:.1f}%" if r.flops else "-",
+                     str(i.runs), human_bytes(i.total_bytes_accessed),
+                     human_flops(i.total_recompute_flops) if i.recompute_flops else "", i.instruction, i.opcode,
+                     i.op_name or "")
+                    for i in r.top(top)]
+            if rows:
+                out.extend(fitted_table(f"top {len(rows)} of {len(r.instructions)} instructions by FLOPs",
+                                        [("flops", "right"), ("share", "right"), ("runs", "right"),
+                                         ("bytes", "right"), ("recompute", "right"), ("instruction", "left"),
+                                         ("opcode", "left"), ("op_name", "left")], rows,
+                                        shorten=(7,), width=terminal_width()))
+        if estimates:
+            e = estimates[n]
+            out.append(heading(f"roofline ESTIMATE on {e.target} (published peaks, not a measurement): "
+                               f"≥ {human_seconds(e.seconds)} per step, {e.bound}-bound"))
+            out.append(Text(f"compute {human_seconds(e.compute_seconds)} · memory {human_seconds(e.memory_seconds)} · "
+                            f"collectives {human_seconds(e.collective_seconds)} · all serialized "
+                            f"{human_seconds(e.serial_seconds)}", style="dim"))
+            out.append(Text(f"source: {e.source}", style="dim"))
+        out.append(Text(""))
+    return out

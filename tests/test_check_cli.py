@@ -232,7 +232,12 @@ def test_dynamic_counts_from_the_cli(inline_file):
 
 
 def test_unknown_trip_count_fails_a_dynamic_budget(inline_file):
-    text = INLINE.replace(', backend_config={"known_trip_count":{"n":"4"}}', "")
+    # No known_trip_count, and a condition on data (not a counter's bound): unknowable.
+    text = INLINE.replace(', backend_config={"known_trip_count":{"n":"4"}}', "").replace(
+        "  %n = s32[] constant(4)\n  ROOT %lt = pred[] compare(%i, %n), direction=LT",
+        "  %x = f32[8]{0} get-tuple-element(%s), index=1\n  %x0 = f32[1]{0} slice(%x), slice={[0:1]}\n"
+        "  %v = f32[] reshape(%x0)\n  %t = f32[] constant(4)\n  ROOT %lt = pred[] compare(%v, %t), direction=LT")
+    assert "compare(%v, %t)" in text
     violations = hloscope.check(hloscope.parse(text), max_collectives={"all-reduce": 100}, dynamic=True)
     (v,) = violations
     assert v.actual is None and "unknown" in v.message

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import hloscope
+from hloscope.analysis.callgraph import trip_count
 from hloscope.ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +105,7 @@ def test_dynamic_count_is_static_times_trip_count(fixture, trips):
         assert w.known_trip_count in (trips, None)
         for callee in w.called_computations:
             _under(callee, in_loop)
-    known = all(w.known_trip_count == trips for w in whiles)
+    known = all(trip_count(w) == trips for w in whiles)  # recorded, or inferred from the counter
 
     result = module.collectives()
     inside = collections.Counter(c.kind for c in result.instances if c.computation in in_loop)
@@ -127,14 +128,16 @@ def test_dynamic_count_is_static_times_trip_count(fixture, trips):
             assert t.dynamic_count is None and t.unknown_trip_count
 
 
-def test_tpu_loop_without_known_trip_count_is_not_guessed():
-    module = hloscope.load(ROOT / "fixtures" / "tpu_hsdp_accum2" / "module.hlo.txt")
+def test_tpu_loop_without_known_trip_count_gets_it_from_its_counter():
+    fixture = ROOT / "fixtures" / "tpu_hsdp_accum2"
+    module = hloscope.load(fixture / "module.hlo.txt")
     (loop,) = [i for i in module.instructions() if i.opcode == "while"]
     assert loop.known_trip_count is None  # TPU's as_text() leaves it out
+    accum = json.loads((fixture / "meta.json").read_text())["model"]["accum"]  # the microbatch loop's length
+    assert trip_count(loop) == accum
     result = module.collectives()
-    assert result.total.dynamic_count is None
-    assert result.to_dict()["collectives"]["all-gather"]["dynamic_count"] is None
-    assert result.to_dict()["collectives"]["all-gather"]["unknown_trip_count"] is True
+    assert result.to_dict()["collectives"]["all-gather"]["unknown_trip_count"] is False
+    assert result.total.dynamic_count > result.total.count
 
 
 # ─── small modules with written answers ────────────────────────────────────────────────
@@ -291,7 +294,13 @@ def test_nested_while_module_is_valid_for_xla():
 
 
 def test_unknown_trip_count_is_null_not_guessed():
-    result = hloscope.parse(_nested("")).collectives()  # the outer loop has no known_trip_count
+    # The outer loop has no known_trip_count, and its condition tests data, not a counter.
+    text = _nested("").replace(
+        "  %n = s32[] constant(3)\n  ROOT %lt = pred[] compare(%i, %n), direction=LT",
+        "  %x = f32[8,4]{1,0} get-tuple-element(%s), index=1\n  %x0 = f32[1,1]{1,0} slice(%x), slice={[0:1], [0:1]}\n"
+        "  %v = f32[] reshape(%x0)\n  %t = f32[] constant(3)\n  ROOT %lt = pred[] compare(%v, %t), direction=LT")
+    assert "compare(%v, %t)" in text
+    result = hloscope.parse(text).collectives()
     dyn = {(c.computation, c.kind): (c.dynamic_count, c.unknown_trip_count) for c in result.instances}
     assert dyn == {("inner_body", "all-reduce"): (None, True), ("outer_body", "collective-permute"): (None, True),
                    ("main", "all-reduce"): (1, False)}

@@ -31,6 +31,238 @@ def loop_parts(inst: Instruction) -> tuple[Computation | None, Computation | Non
     return parts[0], parts[1]
 
 
+# ─── trip counts ─────────────────────────────────────────────────────────────────────
+
+
+def trip_count(loop: Instruction, callers: Callable[[str], list] | None = None) -> int | None:
+    """How many times a while loop runs its body: the `known_trip_count` XLA recorded in its
+    backend_config, else what `inferred_trip_count` finds; None when neither says."""
+    known = loop.known_trip_count
+    return known if known is not None else inferred_trip_count(loop, callers)
+
+
+def inferred_trip_count(loop: Instruction, callers: Callable[[str], list] | None = None) -> int | None:
+    """A while loop's trip count found the way XLA's while-loop analysis finds it
+    (ComputeWhileLoopTripCount): the condition reads one element of the loop state (the
+    counter, element K); the body's root is a tuple whose element K is the counter plus a
+    constant; the init tuple's element K is a constant; the condition compares the counter
+    with a constant (LT, LE, GT, GE, NE or EQ, either side). Copies, converts, bitcasts and
+    the fusions or calls XLA wraps the compare or the add in are looked through, and so is
+    the `call` XLA's CPU backend outlines a loop into (the init then comes from the caller:
+    `callers(computation text name)` gives the instructions calling a computation). The count
+    is then solved in closed form rather than by XLA's brute-force run of at most 128 steps,
+    which gives the same answer wherever that run ends. None when the loop is not of this
+    form, never ends, or its counter would overflow its type."""
+    cond, body = loop_parts(loop)
+    if cond is None or body is None or not loop.operands:
+        return None
+    try:
+        index = _counter_index(cond)
+        if index is None:
+            return None
+        test = _scalar(cond.root, _Frame(cond.parameters[0], index))
+        root = body.root
+        if not isinstance(test, _Compare) or root.opcode != "tuple":
+            return None
+        update = _scalar(root.operands[index], _Frame(body.parameters[0], index))
+        init = _element(loop.operands[0], index, _Frame(None, index, callers=callers))
+    except (_NotScalar, IndexError, AttributeError, TypeError):
+        return None
+    if not isinstance(update, _Linear) or update.a != 1 or not isinstance(init, int):
+        return None
+    step = update.b
+    # left − right = a·counter + b; after n trips the counter is init + n·step.
+    left, right = _linear(test.left), _linear(test.right)
+    a, b = left.a - right.a, left.b - right.b
+    trips = _solve(test.direction, a * step, a * init + b)
+    if trips is None:
+        return None
+    bits = _INT_BITS.get(cond.root.operands[0].shape.element_type if cond.root.operands else "", 64)
+    last = init + trips * step
+    if not -(1 << (bits - 1)) <= last < (1 << bits):  # wrapped around: XLA's answer differs
+        return None
+    return trips
+
+
+def _solve(direction: str, p: int, q: int) -> int | None:
+    """The first n ≥ 0 at which `p·n + q DIRECTION 0` no longer holds; None when never."""
+    if direction in ("GT", "GE"):
+        p, q, direction = -p, -q, "LT" if direction == "GT" else "LE"
+    if direction == "LT":
+        if q >= 0:
+            return 0
+        return None if p <= 0 else (-q + p - 1) // p
+    if direction == "LE":
+        if q > 0:
+            return 0
+        return None if p <= 0 else (-q) // p + 1
+    if direction == "NE":
+        if q == 0:
+            return 0
+        return None if p == 0 or (-q) % p or (-q) // p < 0 else (-q) // p
+    if direction == "EQ":
+        return 0 if q != 0 else (1 if p != 0 else None)
+    return None
+
+
+_INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
+_PASS_THROUGH = frozenset({"copy", "bitcast", "reshape", "convert", "broadcast"})
+
+
+class _NotScalar(Exception):
+    """The value is not an integer scalar this evaluation can follow."""
+
+
+class _Linear:
+    """a · counter + b."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: int, b: int):
+        self.a, self.b = a, b
+
+
+class _Compare:
+    __slots__ = ("direction", "left", "right")
+
+    def __init__(self, direction: str, left, right):
+        self.direction, self.left, self.right = direction, left, right
+
+
+class _Frame:
+    """Where the counter comes from: element `index` of `state` (the loop computation's
+    parameter), and what the parameters of a fused or called computation stand for."""
+
+    __slots__ = ("state", "index", "bindings", "depth", "callers")
+
+    def __init__(self, state: Instruction | None, index: int, bindings: dict | None = None, depth: int = 0,
+                 callers=None):
+        self.state, self.index, self.bindings, self.depth = state, index, bindings or {}, depth
+        self.callers = callers
+
+    def deeper(self, bindings: dict | None = None) -> "_Frame":
+        if self.depth >= 32:
+            raise _NotScalar
+        return _Frame(None, self.index, bindings, self.depth + 1, self.callers)
+
+
+def _argument(param: Instruction, frame: _Frame) -> Instruction:
+    """What the one `call` of a parameter's computation passes for it."""
+    comp = param.computation
+    if frame.callers is None or comp is None:
+        raise _NotScalar
+    calls = frame.callers(comp.text_name)
+    if len(calls) != 1 or calls[0].opcode != "call":
+        raise _NotScalar
+    return calls[0].operands[param.parameter_number or 0]
+
+
+def _element(inst: Instruction, index: int, frame: _Frame):
+    """`_scalar` of element `index` of a tuple-shaped value."""
+    for _ in range(64):
+        if inst.opcode == "tuple":
+            return _scalar(inst.operands[index], frame)
+        if inst.opcode == "copy":
+            inst = inst.operands[0]
+        elif inst.opcode == "parameter" and id(inst) not in frame.bindings:
+            inst, frame = _argument(inst, frame), frame.deeper()
+        else:
+            raise _NotScalar
+    raise _NotScalar
+
+
+def _linear(v) -> _Linear:
+    if isinstance(v, _Linear):
+        return v
+    if isinstance(v, int):
+        return _Linear(0, v)
+    raise _NotScalar
+
+
+def _counter_index(cond: Computation) -> int | None:
+    """The one element of the loop state the condition reads (XLA's unique GTE dependence)."""
+    state = cond.parameters[0] if cond.parameters else None
+    seen: set[int] = set()
+    indices: set[int] = set()
+    stack = [cond.root]
+    while stack:
+        inst = stack.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if inst.opcode == "get-tuple-element" and inst.operands and inst.operands[0] is state:
+            indices.add(inst.attributes.decoded("index"))
+            continue
+        if inst is state:
+            return None  # the whole state is read, not one element of it
+        stack.extend(inst.operands)
+    return indices.pop() if len(indices) == 1 else None
+
+
+def _scalar(inst: Instruction, frame: _Frame):
+    """An integer, a _Linear of the counter, or a _Compare; raises _NotScalar otherwise."""
+    op = inst.opcode
+    shape = inst.shape
+    if shape.is_tuple or shape.dimensions:
+        raise _NotScalar
+    if op == "constant":
+        text = (inst.literal or "").strip().strip("{}").strip()
+        if text in ("true", "false"):
+            return int(text == "true")
+        try:
+            return int(text)
+        except ValueError:
+            raise _NotScalar from None
+    if op == "parameter":
+        if id(inst) in frame.bindings:
+            return frame.bindings[id(inst)]
+        if frame.state is None and not frame.bindings:
+            return _scalar(_argument(inst, frame), frame.deeper())
+        raise _NotScalar
+    if op == "get-tuple-element":
+        source = inst.operands[0]
+        index = inst.attributes.decoded("index")
+        if frame.state is not None and source is frame.state:
+            if index == frame.index:
+                return _Linear(1, 0)
+            raise _NotScalar
+        return _element(source, index, frame)
+    if op in _PASS_THROUGH:
+        if op == "convert" and shape.element_type not in _INT_BITS:
+            raise _NotScalar
+        return _scalar(inst.operands[0], frame)
+    if op in ("fusion", "call"):
+        callee = inst.called_computations
+        if len(callee) != 1:
+            raise _NotScalar
+        comp = callee[0]
+        bindings = {}
+        for param in comp.parameters:
+            try:
+                bindings[id(param)] = _scalar(inst.operands[param.parameter_number or 0], frame)
+            except _NotScalar:
+                continue  # a parameter the result may not depend on
+        return _scalar(comp.root, frame.deeper(bindings))
+    values = [_scalar(o, frame) for o in inst.operands]
+    if op == "compare" and len(values) == 2:
+        return _Compare(inst.attributes.decoded("direction"), values[0], values[1])
+    if any(isinstance(v, _Compare) for v in values):
+        raise _NotScalar
+    if op in ("add", "subtract") and len(values) == 2:
+        x, y = _linear(values[0]), _linear(values[1])
+        sign = 1 if op == "add" else -1
+        result = _Linear(x.a + sign * y.a, x.b + sign * y.b)
+    elif op == "multiply" and len(values) == 2 and any(isinstance(v, int) for v in values):
+        k, other = (values[0], values[1]) if isinstance(values[0], int) else (values[1], values[0])
+        result = _Linear(k * _linear(other).a, k * _linear(other).b)
+    elif op == "negate" and len(values) == 1:
+        x = _linear(values[0])
+        result = _Linear(-x.a, -x.b)
+    else:
+        raise _NotScalar
+    return result.b if result.a == 0 else result
+
+
 def scheduled_callees(inst: Instruction, xla_order: bool = False) -> list[Computation]:
     """The computations `inst` runs as steps of the schedule ([] for most instructions): a
     call's callee, a conditional's branches, an async start's wrapped computation, a loop's
@@ -99,7 +331,7 @@ def callees_first(module: Module) -> list[Computation]:
 
 class CallGraph:
     """Every call of a module, of every kind, and how often each computation runs per run of
-    the entry; None = unknown (a loop without `known_trip_count` on the way).
+    the entry; None = unknown (a loop on the way whose `trip_count` is unknown).
 
     Keyed by computation names as the text's attributes write them. `reads(comp)` False says
     a computation's calls need not be known (its unread body is then not read): counting
@@ -109,6 +341,7 @@ class CallGraph:
         self.module = module
         # callee name → [(calling instruction, times the instruction runs the callee)]
         self._callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
+        loops: list[Instruction] = []
         for comp in module.computations:
             if reads is not None and not reads(comp):
                 continue
@@ -116,17 +349,23 @@ class CallGraph:
                 names = inst.called_computation_names
                 if not names:
                     continue
-                # A loop runs its body once per trip and its condition once more; every
-                # other callee runs once per call.
-                per_call: dict[str, int | None] = {}
                 if opinfo(inst.opcode).is_loop:
-                    trips = inst.known_trip_count
-                    for n in inst.attributes.decoded("body") or ():
-                        per_call[n] = trips
-                    for n in inst.attributes.decoded("condition") or ():
-                        per_call[n] = None if trips is None else trips + 1
+                    loops.append(inst)
                 for name in dict.fromkeys(names):
-                    self._callers[name].append((inst, per_call.get(name, 1)))
+                    self._callers[name].append((inst, 1))
+        # A loop runs its body once per trip and its condition once more; every other callee
+        # runs once per call. Found once every call is known: a loop's init can come from
+        # the call its computation was outlined into.
+        calling = lambda name: [inst for inst, _ in self._callers.get(name, ())]
+        for loop in loops:
+            trips = trip_count(loop, calling)
+            per_call: dict[str, int | None] = {}
+            for n in loop.attributes.decoded("body") or ():
+                per_call[n] = trips
+            for n in loop.attributes.decoded("condition") or ():
+                per_call[n] = None if trips is None else trips + 1
+            for name, times in per_call.items():
+                self._callers[name] = [(inst, times if inst is loop else t) for inst, t in self._callers[name]]
         self._runs: dict[str, int | None] = {}
         self._loops: dict[str, tuple[str, ...]] = {}
         self._reachable: dict[str, bool] = {}

@@ -25,7 +25,9 @@ it, of (how often the caller's computation runs) × (how often that instruction 
 `while` runs its body `known_trip_count` times and its condition `known_trip_count + 1`
 times; every other caller (call, fusion, async-start, conditional branch, to_apply) once.
 A conditional's branches are each counted as if taken (an upper bound). A `while` without
-`known_trip_count` makes everything under it unknown: `dynamic_count` is None and
+`known_trip_count` has the trip count XLA's while-loop analysis would find from its counter
+(`callgraph.trip_count`: a constant init, a constant step, a constant bound); a loop of no
+such form makes everything under it unknown: `dynamic_count` is None and
 `unknown_trip_count` is True; nothing is guessed. A computation no instruction reaches from
 the entry runs 0 times (`reachable` is False).
 """

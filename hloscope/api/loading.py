@@ -7,10 +7,26 @@ forking executor), and freed parse buffers go back to the system.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
+import re
+import sys
+import zlib
+from dataclasses import dataclass
 
+from ..errors import HloscopeError, HloSyntaxError
 from ..text import lark_engine
+from ..text.dumpfiles import (
+    AFTER_OPTIMIZATIONS,
+    BufferAssignmentFigures,
+    buffer_assignment_beside,
+    buffer_assignment_figures,
+    default_dump_module,
+    dump_modules,
+    mlir_start,
+    side_file_kind,
+)
 from ..text.parser import parse_part
 from ..text.split import parse_in_two
 from . import cache, runtime
@@ -31,6 +47,9 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     with the grammar's specification alone (hloscope.text.lark_engine), always eagerly and
     several times slower, into the same IR.
     """
+    if text[:1] == "\ufeff":
+        text = text[1:]
+    check_is_hlo(text, filename)
     if engine == "lark":
         return adopt(lark_engine.parse_all(text, filename))
     if engine != "fast":
@@ -50,40 +69,133 @@ def parse(text: str, filename: str = "<string>", lazy: bool = False, engine: str
     return parse_all(text, filename, lazy, engine=engine)[0]
 
 
+STDIN = "-"
+"""The path that names standard input."""
+
+STDIN_NAME = "<stdin>"
+
+_HOW_TO_GET_HLO = ("hloscope reads the HLO XLA prints after optimizing: "
+                   "`jax.jit(f).lower(*args).compile().as_text()`, or the `*after_optimizations.txt` "
+                   "of `XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text`")
+
+
+class InputError(HloscopeError):
+    """An input hloscope cannot read as HLO, said in one sentence that names it:
+    `FILE: error: MESSAGE`."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: error: {message}")
+
+
+class NotCompiledError(HloscopeError, TypeError):
+    """`from_compiled` was handed something other than a compiled jax computation."""
+
+
+def display_name(path: str) -> str:
+    """How an input is named in messages and in JSON's `file`."""
+    return STDIN_NAME if path == STDIN else path
+
+
 def read_bytes(path: str) -> bytes:
-    """A file's bytes, gunzipped when it ends in `.gz`."""
-    if path.endswith(".gz"):
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    with open(path, "rb") as f:
-        return f.read()
+    """A file's bytes (`-`: standard input), gunzipped when they are gzip data. Raises
+    InputError naming the file when it cannot be read or its gzip data is broken."""
+    name = display_name(path)
+    try:
+        if path == STDIN:
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except IsADirectoryError:
+        raise InputError(name, "a directory without XLA dump modules") from None
+    except FileNotFoundError:
+        raise InputError(name, "no such file") from None
+    except OSError as e:
+        raise InputError(name, f"cannot be read: {e.strerror or e}") from None
+    if data[:2] == b"\x1f\x8b":  # gzip's magic number, whatever the name says
+        try:
+            data = gzip.decompress(data)
+        except EOFError:
+            raise InputError(name, "the gzip data ends early: the file is truncated") from None
+        except (gzip.BadGzipFile, zlib.error, OSError) as e:
+            raise InputError(name, f"the gzip data is corrupt ({e})") from None
+    elif path.endswith(".gz"):
+        raise InputError(name, "named .gz but not gzip data (it does not begin with gzip's bytes 1f 8b)")
+    return data
 
 
-def decode_text(data: bytes) -> str:
-    """HLO text from a file's bytes: UTF-8, a malformed byte read as U+FFFD, newlines kept
-    as written."""
-    return data.decode("utf-8", errors="replace")
+def decode_text(data: bytes, path: str = "<string>") -> str:
+    """HLO text from a file's bytes: UTF-8 (UTF-16 when a byte-order mark says so), a byte
+    order mark dropped, Windows line ends read as newlines, a malformed byte read as U+FFFD.
+    Raises InputError for binary data (no byte of it is echoed)."""
+    name = display_name(path)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return _newlines(data.decode("utf-16", errors="replace"))
+    data = data.removeprefix(codecs.BOM_UTF8)
+    head = data[: 1 << 16]
+    nul = head.find(b"\0")
+    replaced = head.decode("utf-8", errors="replace").count("\ufffd")
+    if nul >= 0 or replaced > max(8, len(head) // 100):
+        kind = side_file_kind(path)
+        what = f"it looks like {kind}" if kind else (
+            f"a NUL byte at offset {nul}" if nul >= 0 else f"{replaced} bytes that are not UTF-8 text")
+        raise InputError(name, f"binary data, not HLO text ({what}); {_HOW_TO_GET_HLO}")
+    return _newlines(data.decode("utf-8", errors="replace"))
+
+
+def _newlines(text: str) -> str:
+    # XLA prints `\n`; a file that went through Windows has `\r\n`, which would otherwise
+    # reach error messages (and the terminal) as carriage returns.
+    return text.replace("\r\n", "\n") if "\r\n" in text[: 1 << 16] else text
+
+
+def check_is_hlo(text: str, path: str = "<string>") -> None:
+    """Raise a clear error for text that is certainly not an HLO module: StableHLO/MLIR (what
+    a jax `Lowered` prints), or one of the files XLA dumps beside a module."""
+    if text[:4096].lstrip()[:9] == "HloModule":
+        return
+    name = display_name(path)
+    at = mlir_start(text)
+    if at is not None:
+        line, column = at
+        source = text[: 1 << 16].splitlines()[line - 1]
+        raise HloSyntaxError("this is StableHLO/MLIR text (what `jax.jit(f).lower(*args).as_text()` prints), "
+                             f"not HLO: {_HOW_TO_GET_HLO}", line, column, source, name)
+    kind = side_file_kind(path, text[:256])
+    if kind is not None:
+        beside = ""
+        if "dump" in kind or "report" in kind:
+            stem = os.path.basename(path).split(AFTER_OPTIMIZATIONS[:-4])[0]
+            if stem != os.path.basename(path):
+                beside = f" (`{stem}{AFTER_OPTIMIZATIONS}` beside it), or the dump directory"
+        raise InputError(name, f"this is {kind}, not an HLO module: give the module it describes{beside}"
+                         if beside else f"this is {kind}, not an HLO module; {_HOW_TO_GET_HLO}")
 
 
 def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list[Module]:
-    """Read a file (plain or .gz) and parse every module in it.
+    """Read a file (plain or gzipped; `-` for standard input) and parse every module in it.
 
     With `lazy`, bodies are read on first use, and the module's outline is kept in
     hloscope's cache (see hloscope.api.cache) so that the next load of the same text is
     instant. Modules loaded from a file carry the text's hash, under which analyses keep
-    their results.
+    their results. Raises InputError or HloSyntaxError, naming the file.
     """
     path = os.fspath(path)
+    if path != STDIN and os.path.isdir(path):  # an XLA dump directory: its main module
+        return [m for inp in resolve_inputs([path]).inputs for m in load_all(inp.path, lazy, progress)]
+    name = display_name(path)
     data = read_bytes(path)
     # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
     key = cache.digest_bytes(data) if cache.enabled() else None
-    text = decode_text(data)
+    text = decode_text(data, path)
     del data
     if lazy and key is not None:
-        modules = cache.lookup(text, path, key)
+        modules = cache.lookup(text, name, key)
         if modules is not None:
             return adopt(modules)
-    modules = parse_all(text, path, lazy=lazy, progress=progress)
+    modules = parse_all(text, name, lazy=lazy, progress=progress)
     if key is not None:
         if lazy:
             cache.store(text, modules, key)
@@ -91,11 +203,153 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     return modules
 
 
+# ─── inputs: files, standard input, XLA dump directories ───────────────────────────────
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """One input resolved: what to read, under which name, and which of its modules."""
+
+    path: str
+    """The file to read (`-`: standard input)."""
+    modules: re.Pattern[str] | None = None
+    """Only the modules whose name this matches (`--module`); None: every module."""
+    buffer_assignment: str | None = None
+    """XLA's `*-buffer-assignment.txt` for this module, when the dump has one beside it."""
+
+    @property
+    def name(self) -> str:
+        """As messages and JSON's `file` name it."""
+        return display_name(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    inputs: tuple[Input, ...]
+    notes: tuple[str, ...]
+    """What the resolution chose or passed over, for the user to read (stderr)."""
+
+
+def module_pattern(regex: str | None) -> re.Pattern[str] | None:
+    """`--module REGEX` compiled; raises ValueError for a malformed expression."""
+    if regex is None:
+        return None
+    try:
+        return re.compile(regex)
+    except re.error as e:
+        raise ValueError(f"{regex!r} is not a regular expression: {e}") from None
+
+
+def resolve_inputs(paths, module: str | None = None) -> Resolved:
+    """The inputs that `paths` name: a file, `-`, or an XLA dump directory, whose optimized
+    module matching `module` (re.search on `module_NNNN.NAME`) is read, by default its largest
+    `jit_*` module, with XLA's buffer assignment beside it. Among several paths, the files a
+    dump writes beside a module (`dump/*.txt`) are passed over with a note. Raises InputError."""
+    pattern = module_pattern(module)
+    paths = [os.fspath(p) for p in paths]
+    inputs: list[Input] = []
+    notes: list[str] = []
+    skipped: list[str] = []
+    if paths.count(STDIN) > 1:
+        raise InputError(STDIN_NAME, "standard input (`-`) can be read only once")
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            inputs += _dump_inputs(path, pattern, notes)
+            continue
+        if path != STDIN and not os.path.exists(path):
+            raise InputError(path, "no such file or directory")
+        if len(paths) > 1 and path != STDIN and AFTER_OPTIMIZATIONS[:-4] + "-" in os.path.basename(path):
+            skipped.append(path)  # `*after_optimizations-buffer-assignment.txt` and its kin
+            continue
+        beside = buffer_assignment_beside(path) if path.endswith((AFTER_OPTIMIZATIONS, AFTER_OPTIMIZATIONS + ".gz")) \
+            else None
+        inputs.append(Input(path, pattern, beside))
+    if skipped:
+        notes.append(f"passed over {len(skipped)} file{'s' if len(skipped) != 1 else ''} XLA dumps beside a "
+                     f"module, which are not modules: {', '.join(os.path.basename(p) for p in skipped[:3])}"
+                     + (", ..." if len(skipped) > 3 else ""))
+    if not inputs:
+        raise InputError(paths[0] if len(paths) == 1 else ", ".join(paths), "no HLO module among these files")
+    return Resolved(tuple(inputs), tuple(notes))
+
+
+def _dump_inputs(directory: str, pattern, notes: list[str]) -> list[Input]:
+    found = dump_modules(directory)
+    if not found:
+        raise InputError(directory, f"a directory without XLA dump modules (no *{AFTER_OPTIMIZATIONS} in it); "
+                         "give an HLO file, or a directory written by "
+                         "`XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text`")
+    listing = ", ".join(f"{m.label} ({_size(m.size)})" for m in found)
+    if pattern is not None:
+        chosen = [m for m in found if pattern.search(m.label)]
+        if not chosen:
+            raise InputError(directory, f"no module of this dump matches --module {pattern.pattern!r}; "
+                             f"its modules: {listing}")
+    else:
+        best = default_dump_module(found)
+        chosen = [best]
+        if len(found) > 1:
+            notes.append(f"{directory}: {len(found)} modules: {listing}; reading {best.label} "
+                         f"(the largest{' jit_*' if best.name.startswith('jit_') else ''} module); "
+                         "choose another with --module REGEX")
+    return [Input(m.path, None, m.buffer_assignment) for m in chosen]
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n} {unit}" if unit == "B" else f"{n:.0f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def load_input(inp: Input, lazy: bool = False, progress=None) -> list[Module]:
+    """The modules of one input (those `inp.modules` matches). Raises InputError when the
+    pattern matches none of them."""
+    modules = load_all(inp.path, lazy=lazy, progress=progress)
+    if inp.modules is None:
+        return modules
+    chosen = [m for m in modules if inp.modules.search(m.name)]
+    if not chosen:
+        raise InputError(inp.name, f"no module matches --module {inp.modules.pattern!r}; "
+                         f"its modules: {', '.join(m.name for m in modules)}")
+    return chosen
+
+
+def xla_figures(inp: Input) -> BufferAssignmentFigures | None:
+    """XLA's memory figures from the buffer assignment beside a dumped module, or None."""
+    if inp.buffer_assignment is None:
+        return None
+    try:
+        text = decode_text(read_bytes(inp.buffer_assignment), inp.buffer_assignment)
+    except InputError:
+        return None  # an unreadable side file takes nothing away from the module's analysis
+    return buffer_assignment_figures(text)
+
+
 def load(path: str | os.PathLike, lazy: bool = False) -> Module:
-    """Read a file and parse its (first) module."""
+    """Read a file (or `-`, or an XLA dump directory) and parse its (first) module."""
     return load_all(path, lazy)[0]
 
 
 def from_compiled(compiled) -> Module:
-    """The Module of a `jax.jit(f).lower(...).compile()` result (its optimized HLO)."""
-    return parse(compiled.as_text(), "<compiled>")
+    """The Module of a `jax.jit(f).lower(...).compile()` result (its optimized HLO).
+
+    Raises NotCompiledError (a TypeError) for anything else, saying what to call: a jax
+    `Lowered` prints StableHLO, before XLA has optimized, partitioned or scheduled it."""
+    if isinstance(compiled, (str, bytes)):
+        raise NotCompiledError("from_compiled takes a jax Compiled; for HLO text use hloscope.parse(text)")
+    if callable(getattr(compiled, "compile", None)):
+        raise NotCompiledError(f"from_compiled got a jax {type(compiled).__name__}, which is not compiled yet: "
+                               "call .compile() first: hloscope.from_compiled(jax.jit(f).lower(*args).compile())")
+    if callable(getattr(compiled, "lower", None)):
+        raise NotCompiledError(f"from_compiled got a {type(compiled).__name__} (a jitted function?): call "
+                               ".lower(*args).compile() first: hloscope.from_compiled(jax.jit(f).lower(*args).compile())")
+    as_text = getattr(compiled, "as_text", None)
+    if not callable(as_text):
+        raise NotCompiledError(f"from_compiled takes a jax Compiled (`jax.jit(f).lower(*args).compile()`), "
+                               f"not a {type(compiled).__name__}")
+    text = as_text()
+    if not isinstance(text, str):
+        raise NotCompiledError(f"{type(compiled).__name__}.as_text() gave no HLO text")
+    return parse(text, "<compiled>")

@@ -3,7 +3,8 @@
 Each command lives in its own module under `hloscope.cli.commands` and is imported only when
 it runs, so `hloscope stats` never pays for the imports of `hloscope memory`.
 
-Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 internal error.
+Exit codes: 0 ok · 1 a check or budget failed · 2 bad input or usage · 3 internal error. A
+reader that stops reading (`hloscope stats f | head -1`) is not a failure: exit 0.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "check": "hloscope.cli.commands.check:check",
     "memory": "hloscope.cli.commands.memory:memory",
     "gathers": "hloscope.cli.commands.gathers:gathers",
+    "diff": "hloscope.cli.commands.diff:diff",
+    "cost": "hloscope.cli.commands.cost:cost",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -42,6 +45,14 @@ class _LazyGroup(click.Group):
     def _available(name: str) -> bool:
         module = COMMANDS[name].split(":")[0]
         return importlib.util.find_spec(module) is not None
+
+    def invoke(self, ctx):
+        # Here, before click's own handler turns a closed pipe into exit status 1.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _stdout_to_devnull()
+            raise click.exceptions.Exit(EXIT_OK) from None
 
     def get_command(self, ctx, name):
         target = COMMANDS.get(name)
@@ -58,7 +69,9 @@ def cli(no_cache):
     """Memory and collective analysis of XLA's compiled HLO text.
 
     FILE is HLO text as XLA prints it (`compiled.as_text()`, or an `*after_optimizations*.txt`
-    of `--xla_dump_to`), plain or gzipped. Sizes are bytes per device.
+    of `--xla_dump_to`), plain or gzipped; `-` reads standard input; an XLA dump directory
+    reads its largest jit_* module (or the one --module REGEX names). Sizes are bytes per
+    device. JSON keys: docs/json.md.
     """
     if no_cache:
         os.environ["HLOSCOPE_CACHE"] = "0"
@@ -71,6 +84,9 @@ def main(argv=None) -> None:
     gc.disable()
     try:
         rv = cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        _exit(EXIT_OK)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         _exit(EXIT_BAD_INPUT)
@@ -92,6 +108,16 @@ def main(argv=None) -> None:
             raise
         _exit(EXIT_INTERNAL)
     _exit(rv if isinstance(rv, int) else EXIT_OK)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null: what is still buffered for a closed pipe goes nowhere,
+    instead of failing again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _exit(code: int) -> NoReturn:

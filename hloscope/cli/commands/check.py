@@ -9,7 +9,15 @@ from ...budget import (
 )
 from ...budget import check as run_check
 from ...report import check_report
-from . import emit, input_files, json_option, load_modules
+from . import (
+    emit,
+    input_files,
+    json_option,
+    load_inputs,
+    module_option,
+    require_scheduled,
+    warn_unscheduled,
+)
 
 
 def _kind_counts(ctx, param, values):
@@ -28,23 +36,25 @@ def _kind_counts(ctx, param, values):
 
 @click.command()
 @input_files()
+@module_option
 @click.option("--max-temp", "max_temp", metavar="SIZE", help="Temp memory budget, e.g. 40GiB, 512MB, bytes.")
 @click.option("--max", "max_collectives", metavar="KIND=N", multiple=True, callback=_kind_counts,
               help="At most N collectives of KIND (all-gather, ..., send, recv, total). Repeatable.")
 @click.option("--expect", "expect_collectives", metavar="KIND=N", multiple=True, callback=_kind_counts,
               help="Exactly N collectives of KIND. Repeatable.")
 @click.option("--dynamic", is_flag=True, default=None,
-              help="Count per step (× known while trip counts) instead of instructions in the text.")
+              help="Count per step (× while trip counts) instead of instructions in the text.")
 @click.option("--budget", "budget_file", type=click.Path(exists=True, dir_okay=False), metavar="TOML",
               help="Budgets from a TOML file, or from [tool.hloscope] of a pyproject.toml; options override.")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
               help="github: one ::error annotation per violation, for GitHub Actions.")
 @json_option
-def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_file, fmt, as_json):
-    """Exit 1 when a module of FILE exceeds a budget, listing each violation.
+def check(files, module_regex, max_temp, max_collectives, expect_collectives, dynamic, budget_file, fmt, as_json):
+    """Exit 1 when a module of FILE... exceeds a budget, listing each violation.
 
     Collective counts are static (instructions in the text, an async pair once) unless
-    --dynamic. An unknown dynamic count (a while loop without known_trip_count) is a violation.
+    --dynamic. An unknown dynamic count (a while loop whose trip count is neither recorded nor
+    inferable from its counter) is a violation.
     """
     budget = load_budget(budget_file) if budget_file else Budget()
     try:
@@ -55,15 +65,23 @@ def check(file, max_temp, max_collectives, expect_collectives, dynamic, budget_f
     budget = budget.merged(cli_budget)
     if budget.empty:
         raise click.UsageError("nothing to check: give --max, --expect, --max-temp or --budget")
-    modules = load_modules(file)
-    violations = [v for m in modules for v in run_check(m, **budget.as_kwargs())]
+    loaded = load_inputs(files, module_regex)
+    kwargs = budget.as_kwargs()
+    if kwargs.get("max_temp") is not None:
+        require_scheduled(loaded, "a temp budget")
+    else:
+        warn_unscheduled(loaded)
+    found = [run_check(x.module, **kwargs) for x in loaded]
+    violations = [v for vs in found for v in vs]
     payload = {"ok": not violations, "budget": budget.to_dict(),
-               "modules": [{"name": m.name, "violations": [v.to_dict() for v in violations if v.module == m.name]}
-                           for m in modules]}
+               "modules": [{"file": x.file, "name": x.module.name, "violations": [v.to_dict() for v in vs]}
+                           for x, vs in zip(loaded, found)]}
     if as_json:
         emit(payload, True, lambda: None)
     else:  # plain lines: annotations must not be wrapped or read as rich markup
-        text = check_report(violations, file, fmt, [m.name for m in modules])
-        if text:
-            click.echo(text)
+        for file in dict.fromkeys(x.file for x in loaded):
+            mine = [(x, vs) for x, vs in zip(loaded, found) if x.file == file]
+            text = check_report([v for _, vs in mine for v in vs], file, fmt, [x.module.name for x, _ in mine])
+            if text:
+                click.echo(text)
     return 1 if violations else 0

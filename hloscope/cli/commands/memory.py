@@ -1,15 +1,45 @@
 import click
 
+from ...htmlreport import memory_page, write_html
 from ...report import memory_report
-from . import emit, input_files, json_option, load_modules
+from . import emit, file_labels, input_files, json_option, load_inputs, module_option, require_scheduled, with_file
 
 
 @click.command()
 @input_files()
-@click.option("--top", default=10, show_default=True, help="How many buffers live at the peak to list.")
+@module_option
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many buffers live at the peak to list.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True), metavar="OUT",
+              help="Also write OUT: one self-contained HTML page with the timeline, the peak and its buffers.")
 @json_option
-def memory(file, top, as_json):
-    """Temp, argument, output and alias bytes of FILE, the peak and the buffers live there."""
-    results = [m.memory() for m in load_modules(file)]
-    emit({"modules": [r.to_dict() for r in results]}, as_json, lambda: memory_report(results, top))
+def memory(files, module_regex, top, as_json, html_out):
+    """Memory figures of FILE... (bytes per device, as compiled.memory_analysis() names them),
+    the peak step and the buffers live there.
+
+    \b
+    temp       the device-memory temp allocation as XLA packs it (temp_size_in_bytes); on
+               TPU the HBM temp allocation the text determines, a lower bound (noted)
+    arguments  the entry parameters' allocations (argument_size_in_bytes)
+    outputs    the allocations of what the step returns (output_size_in_bytes)
+    aliased    the part of the arguments donated to outputs (alias_size_in_bytes)
+    total      arguments + outputs - aliased + temp: what the device holds for the step
+    peak       XLA's peak_memory_in_bytes: the largest buffer of every argument, constant
+               and output allocation plus the most heap bytes live at one step (no
+               packing); on CPU (no heap trace) the first part only
+    max live   the most temp bytes live at one step; the peak step is where
+
+    For a module of an XLA dump, XLA's own figures (from the dump's buffer assignment beside
+    it) are shown on the line "XLA (buffer assignment)", and in JSON as "xla_buffer_assignment"."""
+    loaded = load_inputs(files, module_regex)
+    require_scheduled(loaded, "the memory analysis")
+    results = [x.module.memory() for x in loaded]
+    xla = [x.xla_figures() for x in loaded]
+    if html_out:
+        # After the analysis: bad input writes nothing, and the page appears whole or not at all.
+        write_html(html_out, memory_page(results, [x.file for x in loaded]))
+        click.echo(f"wrote {html_out}", err=True)
+    payload = {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {})})
+                           for x, r, f in zip(loaded, results, xla)]}
+    emit(payload, as_json, lambda: memory_report(results, top, file_labels(loaded), xla))
     return 0
