@@ -200,7 +200,7 @@ def _growth(module, baseline, growth: float) -> list[Violation]:
     allowed = int(old * (1 + growth))
     if new <= allowed:
         return []
-    result = diff(baseline, module)
+    result = diff(baseline, module, names=("the baseline", "This compilation"))
     leading = "; ".join(f"{c.role or c.kind} {'+' if c.bytes > 0 else '−'}{_size(abs(c.bytes))}"
                         for c in result.causes[:3])
     return [Violation(module.name, "max-growth", "temp", allowed, new,

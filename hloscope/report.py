@@ -17,7 +17,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-
 _UNBOUNDED = 1 << 20
 """The width text is laid out in when it goes to a pipe or a file: no line is wrapped and no
 name shortened; a reader (or `less -S`) scrolls."""
@@ -559,4 +558,24 @@ def cost_report(results, by: str | None = None, top: int = 10, labels=None, esti
                             f"{human_seconds(e.serial_seconds)}", style="dim"))
             out.append(Text(f"source: {e.source}", style="dim"))
         out.append(Text(""))
+    return out
+
+
+def roles_report(roles, timelines=None) -> list:
+    """`hloscope memory --by role`: what the device holds at the peak by role, and each role's
+    most bytes over the timeline with a sparkline of it."""
+    out: list = []
+    for n, r in enumerate(roles):
+        series = timelines[n] if timelines else {}
+        rows = []
+        for role, held in r.by_role.items():
+            line = series.get(role)
+            if not held and not line:
+                continue
+            rows.append((role.replace("_", " "), human_bytes(held), human_bytes(r.temp_by_role.get(role, 0)),
+                         human_bytes(max(line)) if line else "—", sparkline(line, 40) if line else ""))
+        rows.append(("total", human_bytes(r.total), human_bytes(sum(r.temp_by_role.values())), "", ""))
+        out.append(table(f"{r.name}: held at the peak (step {r.peak_step}) by role",
+                         [("role", "left"), ("at the peak", "right"), ("of it temp", "right"),
+                          ("most temp over the step", "right"), ("temp over the schedule", "left")], rows))
     return out

@@ -297,3 +297,14 @@ def test_max_temp_with_the_real_memory_analysis():
     r = run("check", fixture / "module.hlo.txt", "--max-temp", xla_temp // 2, "--format", "github")
     assert r.returncode == 1
     assert f"exceeds the budget max-temp={xla_temp // 2} bytes" in r.stdout
+
+
+def test_check_against_a_baseline_on_the_command_line():
+    old, new = (ROOT / "fixtures" / n / "module.hlo.txt" for n in ("cpu_hsdp_accum1", "cpu_hsdp_accum2"))
+    res = run("check", new, "--baseline", old, "--max-growth", "5%")
+    assert res.returncode == 1, res.stderr
+    assert "grew past the budget" in res.stdout and "more temp memory than the baseline" in res.stdout
+    assert run("check", new, "--baseline", old, "--max-growth", "200%").returncode == 0
+    assert run("check", old, "--baseline", new).returncode == 0  # it shrank
+    assert run("check", new, "--max-growth", "5%").returncode == 2  # no baseline
+    assert run("check", new, "--baseline", old, "--max-growth", "lots").returncode == 2

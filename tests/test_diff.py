@@ -158,7 +158,10 @@ def test_check_against_a_baseline_fails_with_the_explanation():
     old, new = _load("cpu_hsdp_accum1"), _load("cpu_hsdp_accum2")
     with pytest.raises(AssertionError) as err:
         hloscope.assert_budget(new, baseline=old, max_growth="5%")
-    assert "grew past the budget" in str(err.value) and "B needs" in str(err.value)
+    assert "grew past the budget" in str(err.value)
+    m = re.search(r"This compilation needs ([\d.]+) MiB \(\d+%\) more temp memory than the baseline", str(err.value))
+    xla_growth = (_xla_temp("cpu_hsdp_accum2") - _xla_temp("cpu_hsdp_accum1")) / 2**20
+    assert m and abs(float(m.group(1)) - xla_growth) <= 0.02 * xla_growth + 0.05
     hloscope.assert_budget(new, baseline=old, max_growth="100%")  # +88%: within
     assert hloscope.check(old, baseline=new, max_growth=0) == ()  # it shrank
 
@@ -177,3 +180,26 @@ def test_cli_diff_json_is_the_contract():
     assert out["explained_bytes"] == out["delta_temp_bytes"]
     text = CliRunner().invoke(cli, ["diff", a, b])
     assert text.exit_code == 0 and out["summary"].split(":")[0] in text.output
+
+
+def test_two_dump_directories_are_compared_module_by_module(tmp_path):
+    """Each dump holds the step and a small jit_ helper: with --module '.', every optimized
+    module of A is compared with B's of the same name."""
+    from hloscope.cli import cli
+
+    from .test_inputs import make_dump
+
+    make_dump(tmp_path / "a", FIXTURES / "cpu_hsdp_accum1")
+    make_dump(tmp_path / "b", FIXTURES / "cpu_hsdp_accum2")
+    res = CliRunner().invoke(cli, ["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--module", ".", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output[res.output.index("{"):])
+    names = [m["name"] for m in out["modules"]]
+    assert sorted(names) == ["jit_convert_element_type", "jit_train_step"]
+    step = next(m for m in out["modules"] if m["name"] == "jit_train_step")
+    expected = hloscope.diff(_load("cpu_hsdp_accum1"), _load("cpu_hsdp_accum2"))
+    assert step["delta_temp_bytes"] == expected.delta_temp_bytes
+    # Without --module each directory gives its largest jit_ module: one diff.
+    res = CliRunner().invoke(cli, ["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output[res.output.index("{"):])["name"] == "jit_train_step"

@@ -80,6 +80,8 @@ class DiffResult:
     summary: str
     causes: tuple[Cause, ...]
     """Largest first by size of the change; their bytes sum to `delta_temp_bytes`."""
+    names: tuple[str, str] = ("A", "B")
+    """How the sentence calls the two sides."""
 
     @property
     def delta_temp_bytes(self) -> int:
@@ -126,7 +128,7 @@ def _temp_rows(roles: RolesAtPeak, role: str) -> list:
     return [b for b in roles.buffers if b.where == "temp" and b.role == role]
 
 
-def diff(a: Side, b: Side, top: int = 5) -> DiffResult:
+def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) -> DiffResult:
     """Explain B's temp memory against A's (see this module's docstring)."""
     causes = []
     for role in ROLES:
@@ -148,8 +150,8 @@ def diff(a: Side, b: Side, top: int = 5) -> DiffResult:
                             description="best-fit packing leaves more room around the live buffers"
                             if pb > pa else "best-fit packing leaves less room around the live buffers"))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
-    result = DiffResult(a, b, "", tuple(causes))
-    return DiffResult(a, b, _summary(result), tuple(causes))
+    result = DiffResult(a, b, "", tuple(causes), names)
+    return DiffResult(a, b, _summary(result), tuple(causes), names)
 
 
 def _row(r, matched: str | None) -> dict[str, Any]:
@@ -189,17 +191,18 @@ def _human(n: float) -> str:
 def _summary(d: DiffResult) -> str:
     delta = d.delta_temp_bytes
     base = d.a.memory.temp_bytes
+    name_a, name_b = d.names
     if delta == 0:
-        return "A and B need the same temp memory."
+        return f"{name_a} and {name_b} need the same temp memory."
     pct = f" ({100 * abs(delta) / base:.0f}%)" if base else ""
-    head = f"B needs {_human(delta)}{pct} {'more' if delta > 0 else 'less'} temp memory than A"
+    head = f"{name_b} needs {_human(delta)}{pct} {'more' if delta > 0 else 'less'} temp memory than {name_a}"
     # The largest cause that moves with the gap.
     lead = next((c for c in d.causes if (c.bytes > 0) == (delta > 0)), None)
     if lead is None:
         return head + "."
     if lead.kind == "packing":
         return f"{head}: mostly packing: {lead.description} ({_human(lead.bytes)})."
-    keeper, other = ("B", "A") if delta > 0 else ("A", "B")
+    keeper, other = (name_b, name_a) if delta > 0 else (name_a, name_b)
     kept, other_kept = (lead.b_bytes, lead.a_bytes) if delta > 0 else (lead.a_bytes, lead.b_bytes)
     rows = [r for r in (d.b if delta > 0 else d.a).roles.buffers if r.where == "temp" and r.role == lead.role]
     names = ", ".join(r.instruction for r in rows[:3]) + (", ..." if len(rows) > 3 else "")

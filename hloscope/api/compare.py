@@ -14,7 +14,8 @@ def side(module: Module, label: str = "") -> Side:
                 gathers=module.held_gathers(), label=label)
 
 
-def diff(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> DiffResult:
+def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
+         names: tuple[str, str] = ("A", "B")) -> DiffResult:
     """B against A: the temp-memory gap in named causes that add up to it
-    (hloscope.analysis.diff)."""
-    return diff_sides(side(a, labels[0]), side(b, labels[1]))
+    (hloscope.analysis.diff). `names`: how its sentence calls the two sides."""
+    return diff_sides(side(a, labels[0]), side(b, labels[1]), names=names)

@@ -6,6 +6,7 @@ from ...budget import (
     BudgetError,
     budget_from_mapping,
     load_budget,
+    parse_growth,
 )
 from ...budget import check as run_check
 from ...report import check_report
@@ -46,10 +47,16 @@ def _kind_counts(ctx, param, values):
               help="Count per step (× while trip counts) instead of instructions in the text.")
 @click.option("--budget", "budget_file", type=click.Path(exists=True, dir_okay=False), metavar="TOML",
               help="Budgets from a TOML file, or from [tool.hloscope] of a pyproject.toml; options override.")
+@click.option("--baseline", type=click.Path(allow_dash=True), metavar="OLD",
+              help="A compilation of the same program to compare with (file or dump directory): with "
+                   "--max-growth, fail when temp memory grew more than that, explaining why.")
+@click.option("--max-growth", "max_growth", metavar="PCT", default=None,
+              help="With --baseline: how much temp memory may grow, e.g. 5% (default 0%).")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
               help="github: one ::error annotation per violation, for GitHub Actions.")
 @json_option
-def check(files, module_regex, max_temp, max_collectives, expect_collectives, dynamic, budget_file, fmt, as_json):
+def check(files, module_regex, max_temp, max_collectives, expect_collectives, dynamic, baseline, max_growth,
+          budget_file, fmt, as_json):
     """Exit 1 when a module of FILE... exceeds a budget, listing each violation.
 
     Collective counts are static (instructions in the text, an async pair once) unless
@@ -63,15 +70,31 @@ def check(files, module_regex, max_temp, max_collectives, expect_collectives, dy
     except BudgetError as e:
         raise click.BadParameter(str(e).removeprefix("options: "), param_hint="--max-temp") from None
     budget = budget.merged(cli_budget)
-    if budget.empty:
-        raise click.UsageError("nothing to check: give --max, --expect, --max-temp or --budget")
+    if max_growth is not None and baseline is None:
+        raise click.UsageError("--max-growth compares with a baseline: give --baseline OLD")
+    if max_growth is not None:
+        try:
+            parse_growth(max_growth)
+        except BudgetError as e:
+            raise click.BadParameter(str(e).removeprefix("max-growth: "), param_hint="--max-growth") from None
+    if budget.empty and baseline is None:
+        raise click.UsageError("nothing to check: give --max, --expect, --max-temp, --baseline or --budget")
     loaded = load_inputs(files, module_regex)
     kwargs = budget.as_kwargs()
-    if kwargs.get("max_temp") is not None:
+    if kwargs.get("max_temp") is not None or baseline is not None:
         require_scheduled(loaded, "a temp budget")
     else:
         warn_unscheduled(loaded)
-    found = [run_check(x.module, **kwargs) for x in loaded]
+    if baseline is not None:
+        old = load_inputs([baseline], module_regex)
+        require_scheduled(old, "a baseline")
+        by_name = {x.module.name: x.module for x in old}
+        kwargs["max_growth"] = max_growth or 0
+        kwargs["baseline"] = None
+        found = [run_check(x.module, **{**kwargs, "baseline": by_name.get(x.module.name, old[0].module)})
+                 for x in loaded]
+    else:
+        found = [run_check(x.module, **kwargs) for x in loaded]
     violations = [v for vs in found for v in vs]
     payload = {"ok": not violations, "budget": budget.to_dict(),
                "modules": [{"file": x.file, "name": x.module.name, "violations": [v.to_dict() for v in vs]}

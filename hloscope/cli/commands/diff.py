@@ -3,44 +3,60 @@ import click
 from ...api.compare import diff as diff_modules
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
-from . import emit, input_files, json_option, load_modules
+from . import emit, json_option, load_inputs, module_option, note, require_scheduled
 
 
-def _one_module(path: str, pattern: str | None):
-    modules = load_modules(path)
-    if pattern is not None:
-        chosen = [m for m in modules if pattern in m.name]
-        if not chosen:
-            raise click.BadParameter(f"no module of {path} is named like {pattern!r} "
-                                     f"(it holds: {', '.join(m.name for m in modules)})", param_hint="--module")
-        return chosen[0]
-    return modules[0]
+def _pairs(a_side, b_side):
+    """Modules of A and B to compare: the one of each, or, when a side holds several (two dump
+    directories, multi-module files), those of the same name, in A's order."""
+    if len(a_side) == 1 and len(b_side) == 1:
+        return [(a_side[0], b_side[0])]
+    by_name = {}
+    for x in b_side:
+        by_name.setdefault(x.module.name, x)
+    pairs = [(x, by_name.pop(x.module.name)) for x in a_side if x.module.name in by_name]
+    alone = [x.module.name for x in a_side if x.module.name not in {p[0].module.name for p in pairs}]
+    if alone or by_name:
+        note("compared module by module, by name; only in A: " + (", ".join(alone) or "none")
+             + "; only in B: " + (", ".join(by_name) or "none"))
+    if not pairs:
+        raise click.UsageError("A and B hold no module of the same name; pick one of each with --module")
+    return pairs
 
 
 @click.command()
-@input_files(multiple=True)
-@click.option("--module", "pattern", help="With several modules per file: the one whose name contains this.")
+@click.argument("a", type=click.Path(allow_dash=True), metavar="A")
+@click.argument("b", type=click.Path(allow_dash=True), metavar="B")
+@module_option
 @click.option("--top", default=5, show_default=True, type=click.IntRange(min=1),
               help="How many instructions to show per cause and side.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True), metavar="OUT",
-              help="Also write the diff as one self-contained HTML page (two timelines, the causes).")
+              help="Also write the diff as one self-contained HTML page (the causes, both timelines by role).")
 @json_option
-def diff(files, pattern, top, html_out, as_json):
-    """Explain the temp-memory gap of B against A (FILES: A B).
+def diff(a, b, module_regex, top, html_out, as_json):
+    """Explain the temp-memory gap of B against A (each a file, `-`, or an XLA dump directory).
 
     \b
     The gap in XLA's temp size splits exactly into causes: for each role (gathered
     parameters, gradients, activations, loop state, ...) the change in bytes of that role
     live at each side's peak, plus the change in what best-fit packing adds around them.
     The causes add up to the gap. Collective counts and held gathers of both sides follow.
+    Two dump directories (or multi-module files) are compared module by module, by name.
     """
-    if len(files) != 2:
-        raise click.UsageError(f"diff takes two files, A and B; got {len(files)}")
-    a, b = (_one_module(f, pattern) for f in files)
-    result = diff_modules(a, b, labels=files)
+    sides = load_inputs([a], module_regex), load_inputs([b], module_regex)
+    for side in sides:
+        require_scheduled(side, "the diff")
+    pairs = _pairs(*sides)
+    results = [diff_modules(x.module, y.module, labels=(x.file, y.file)) for x, y in pairs]
     if html_out:
-        write_html(html_out, diff_page(result, files, (a.role_timelines(), b.role_timelines())))
-    payload = result.to_dict()
-    payload["a"]["file"], payload["b"]["file"] = files
-    emit(payload, as_json, lambda: diff_report(result, top))
+        x, y = pairs[0]
+        write_html(html_out, diff_page(results[0], (x.file, y.file),
+                                       (x.module.role_timelines(), y.module.role_timelines())))
+    payloads = []
+    for (x, y), r in zip(pairs, results):
+        p = r.to_dict()
+        p["a"]["file"], p["b"]["file"] = x.file, y.file
+        payloads.append({"name": x.module.name, **p})
+    payload = payloads[0] if len(payloads) == 1 else {"modules": payloads}
+    emit(payload, as_json, lambda: [row for r in results for row in diff_report(r, top)])
     return 0

@@ -1,8 +1,17 @@
 import click
 
 from ...htmlreport import memory_page, write_html
-from ...report import memory_report
-from . import emit, file_labels, input_files, json_option, load_inputs, module_option, require_scheduled, with_file
+from ...report import memory_report, roles_report
+from . import (
+    emit,
+    file_labels,
+    input_files,
+    json_option,
+    load_inputs,
+    module_option,
+    require_scheduled,
+    with_file,
+)
 
 
 @click.command()
@@ -12,8 +21,12 @@ from . import emit, file_labels, input_files, json_option, load_inputs, module_o
               help="How many buffers live at the peak to list.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False, writable=True), metavar="OUT",
               help="Also write OUT: one self-contained HTML page with the timeline, the peak and its buffers.")
+@click.option("--by", "by", type=click.Choice(["role"]), default=None,
+              help="role: what the device holds at the peak by role (parameters, optimizer state, inputs, "
+                   "gathered parameters, gradients, activations, collective buffers, loop state, "
+                   "temporaries, unknown); JSON adds by_role.")
 @json_option
-def memory(files, module_regex, top, as_json, html_out):
+def memory(files, module_regex, top, as_json, html_out, by):
     """Memory figures of FILE... (bytes per device, as compiled.memory_analysis() names them),
     the peak step and the buffers live there.
 
@@ -37,9 +50,20 @@ def memory(files, module_regex, top, as_json, html_out):
     xla = [x.xla_figures() for x in loaded]
     if html_out:
         # After the analysis: bad input writes nothing, and the page appears whole or not at all.
-        write_html(html_out, memory_page(results, [x.file for x in loaded]))
+        write_html(html_out, memory_page(results, [x.file for x in loaded],
+                                         [x.module.role_timelines() for x in loaded]))
         click.echo(f"wrote {html_out}", err=True)
-    payload = {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {})})
-                           for x, r, f in zip(loaded, results, xla)]}
-    emit(payload, as_json, lambda: memory_report(results, top, file_labels(loaded), xla))
+    roles = [x.module.roles() for x in loaded] if by == "role" else None
+    payload = {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {}),
+                                         **({"by_role": dict(roles[n].by_role),
+                                             "temp_by_role": dict(roles[n].temp_by_role)} if roles else {})})
+                           for n, (x, r, f) in enumerate(zip(loaded, results, xla))]}
+
+    def render():
+        out = memory_report(results, top, file_labels(loaded), xla)
+        if roles:
+            out += roles_report(roles, [x.module.role_timelines() for x in loaded])
+        return out
+
+    emit(payload, as_json, render)
     return 0
