@@ -14,6 +14,7 @@ from ..analysis.collectives import (
     Tally,
     analyze_collectives,
 )
+from ..analysis.cost import CostResult, InstructionCost, LoopCost, analyze_cost
 from ..analysis.gathers import (
     GatherAsAllReduce,
     GathersResult,
@@ -69,6 +70,7 @@ _memory = cache.memoized("memory", (MemoryAnalysis, LiveBuffer))(_memory)
 _roles = cache.memoized("roles", (RolesAtPeak, RoleBuffer))(_roles)
 _held_gathers = cache.memoized("gathers", (GathersResult, HeldGather, GatherUse, GatherAsAllReduce))(_held_gathers)
 _collectives = cache.memoized("collectives", (CollectivesResult, Collective, Tally))(analyze_collectives)
+_cost = cache.memoized("cost", (CostResult, InstructionCost, LoopCost))(analyze_cost)
 
 
 class Module(ir.Module):
@@ -79,6 +81,11 @@ class Module(ir.Module):
     def collectives(self) -> CollectivesResult:
         """Every collective: kind, bytes, groups, loop trip counts (hloscope.analysis.collectives)."""
         return _collectives(self)
+
+    def cost(self) -> CostResult:
+        """FLOPs, bytes accessed and collective bytes of one step, × loop trip counts, and under
+        XLA's convention; the FLOPs that recompute forward ops (hloscope.analysis.cost)."""
+        return _cost(self)
 
     def memory(self, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
         """XLA's memory figures, the peak and what is live at it (hloscope.analysis.memory)."""
