@@ -8,26 +8,51 @@ import statistics
 import pytest
 
 import hloscope
-from hloscope.analysis.memory import analyze_memory
+from hloscope.analysis.memory import analyze_memory, build_memory_model, with_xla
 from hloscope.errors import NotScheduledError
 
 from .conftest import FIXTURES, ROOT, fixture_dirs
+from .xla_reference import parse_buffer_assignment_dump, read_dump
 
 CPU_GPU = [p for p in fixture_dirs() if p.name.startswith(("cpu_", "gpu_"))]
 TPU = [p for p in fixture_dirs() if p.name.startswith("tpu_")]
+# The real-scale HSDP steps of issue 13 (d_model 1024, 8 layers, batch 16, mesh 2x4, the
+# microbatches a while loop), texts gzipped: the suites over `*/module.hlo.txt` skip them.
+LARGE = sorted(p.parent for p in FIXTURES.glob("*_large_*/module.hlo.txt.gz"))
+LARGE_GPU = [p for p in LARGE if p.name.startswith("gpu_")]
+LARGE_TPU = [p for p in LARGE if p.name.startswith("tpu_")]
+ALL = fixture_dirs() + LARGE
 
 
 def xla_memory(path) -> dict:
     return json.loads((path / "memory_analysis.json").read_text())
 
 
+def module_text(path):
+    return path / "module.hlo.txt" if (path / "module.hlo.txt").exists() else path / "module.hlo.txt.gz"
+
+
+def default_temp_allocation(path) -> dict:
+    """The dump's `preallocated-temp` allocation of the default colour (memory space 0)."""
+    allocations = parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
+    (found,) = [a for a in allocations if a["kinds"] == "preallocated-temp"]
+    return found
+
+
 @pytest.fixture(scope="module")
 def results():
-    return {p.name: (hloscope.load(p / "module.hlo.txt").memory(), xla_memory(p)) for p in fixture_dirs()}
+    return {p.name: (hloscope.load(module_text(p)).memory(), xla_memory(p)) for p in ALL}
 
 
-@pytest.mark.parametrize("path", CPU_GPU, ids=lambda p: p.name)
+def test_the_real_scale_fixtures_are_there():
+    assert [p.name for p in LARGE] == ["gpu_hsdp_large_accum1", "gpu_hsdp_large_accum2",
+                                      "tpu_hsdp_large_accum1", "tpu_hsdp_large_accum2"]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 def test_argument_output_alias_are_xlas(path, results):
+    # All three backends, exactly: TPU's through its tiled sizes (`T(8,128)` pads, a scalar
+    # `{:T(128)}` takes 512 bytes) and its 512-byte tuple tables.
     ours, xla = results[path.name]
     assert ours.argument_bytes == xla["argument_size_in_bytes"]
     assert ours.output_bytes == xla["output_size_in_bytes"]
@@ -52,25 +77,110 @@ def test_temp_median_within_1_percent(results):
 
 
 @pytest.mark.parametrize("path", TPU, ids=lambda p: p.name)
-def test_tpu_is_reported_not_matched(path, results):
-    # TPU: XLA reports temp_size 0 and keeps temporaries in other memory spaces; its tiled
-    # layouts (T(8,128)...) pad arrays, which Shape.byte_size does not model, so argument and
-    # output sizes are below XLA's (by the padding, under 10% here) and peak_memory_in_bytes
-    # (which includes TPU-specific scoped memory) is not reproduced. We only assert the
-    # honest bounds measured on these fixtures.
+def test_tpu_temp_is_zero_when_hbm_temp_holds_only_tuple_tables(path, results):
+    # libtpu reports temp 0 on these, though their dumps have a 2 MB preallocated-temp
+    # allocation in HBM: it holds nothing but tuple pointer tables (each in a 16 KiB slot of
+    # its own). hloscope packs that allocation to XLA's byte, and reports 0 with a note.
     ours, xla = results[path.name]
-    assert xla["temp_size_in_bytes"] == 0
-    assert 0.9 * xla["argument_size_in_bytes"] <= ours.argument_bytes <= xla["argument_size_in_bytes"]
-    assert ours.peak_bytes <= xla["peak_memory_in_bytes"]
+    dumped = default_temp_allocation(path)
+    assert all(v["shape"].startswith("(") for v in dumped["values"])
+    assert xla["temp_size_in_bytes"] == ours.temp_bytes == 0
+    model = build_memory_model(hloscope.load(path / "module.hlo.txt"))
+    assert model.heaps[0].size == dumped["size"]
+    assert any("only tuple pointer tables" in n for n in ours.notes)
+
+
+@pytest.mark.parametrize("path", TPU, ids=lambda p: p.name)
+def test_tpu_peak_of_small_steps(path, results):
+    # Their peak is VMEM's (S(1)) heap: the most bytes live there, by the HLO live ranges,
+    # where XLA replays the heap trace memory-space assignment recorded for its preset VMEM
+    # allocation, which the text does not give. Measured: equal, +2.7%, -3.9%.
+    ours, xla = results[path.name]
+    assert ours.peak_bytes == pytest.approx(xla["peak_memory_in_bytes"], rel=0.04)
+    assert ours.peak_bytes - ours.static_bytes == max(h.max_live for h in _model(path).heaps.values())
+
+
+def _model(path):
+    return build_memory_model(hloscope.load(module_text(path)))
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if p.name.startswith("cpu_")], ids=lambda p: p.name)
+def test_cpu_peak_is_xlas_static_part(path, results):
+    # CPU records no heap trace: XLA's peak_memory_in_bytes is the largest buffer of every
+    # argument, constant and output allocation only, and so is hloscope's.
+    ours, xla = results[path.name]
+    assert ours.peak_bytes == ours.static_bytes == xla["peak_memory_in_bytes"]
+
+
+@pytest.mark.parametrize("path", [p for p in ALL if p.name.startswith("gpu_")] + LARGE_TPU, ids=lambda p: p.name)
+def test_peak_is_xlas_peak_memory(path, results):
+    # Static part plus the most heap bytes live at once (no packing). Measured: GPU within
+    # 0.005% (most to the byte), TPU real scale +0.54% and +0.001%.
+    ours, xla = results[path.name]
+    assert ours.peak_bytes == pytest.approx(xla["peak_memory_in_bytes"], rel=0.01)
+    assert ours.peak_bytes == ours.static_bytes + ours.temp_max_live_bytes or path.name.startswith("tpu_")
+
+
+@pytest.mark.parametrize("path", LARGE_GPU, ids=lambda p: p.name)
+def test_real_scale_gpu_temp_within_1_percent(path, results):
+    # Issue 13: hloscope came out 4-7% high here. XLA's packing is perfect on these (its temp
+    # is the most bytes live at one step, within 0.01%); what was missing is the H100
+    # backend's buffer-sharing hint (a fusion output may be written over an operand of
+    # another shape, a reduction hero ends the walk) and XLA's allocation reuse. Measured:
+    # -0.003%, -0.002%.
+    ours, xla = results[path.name]
+    assert ours.temp_bytes == pytest.approx(xla["temp_size_in_bytes"], rel=0.01)
+    assert ours.temp_bytes >= ours.temp_max_live_bytes
+
+
+def test_real_scale_gpu_accumulation_gap(results):
+    # The gap a diff of accumulation 1 and 2 reports (it was misstated by ~8%).
+    (one, x1), (two, x2) = results["gpu_hsdp_large_accum1"], results["gpu_hsdp_large_accum2"]
+    assert two.temp_bytes - one.temp_bytes == pytest.approx(
+        x2["temp_size_in_bytes"] - x1["temp_size_in_bytes"], rel=0.01)
+
+
+@pytest.mark.parametrize("path", LARGE_TPU, ids=lambda p: p.name)
+def test_real_scale_tpu_temp_is_what_the_text_determines(path, results):
+    # TPU's HBM temp allocation (the dump's default-colour preallocated-temp), reproduced from
+    # the text: tiled sizes, 16 KiB alignment, buffers packed in order of first use, tuple
+    # tables in slots of their own. Measured: +0.84% and -0.03%. libtpu's temp_size_in_bytes
+    # adds to it an amount no dump shows (+9.4%, +24%): hloscope reports the part it knows as
+    # a lower bound, and says so.
+    ours, xla = results[path.name]
+    dumped = default_temp_allocation(path)
+    assert ours.temp_bytes == pytest.approx(dumped["size"], rel=0.02)
+    assert ours.temp_bytes <= xla["temp_size_in_bytes"]
+    assert xla["temp_size_in_bytes"] > dumped["size"]
+    assert any("lower bound" in n for n in ours.notes)
+    assert ours.to_dict()["notes"] == list(ours.notes)
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_value_sizes_are_xlas(path):
+    """Every value's size as XLA's buffer assignment gives it (`size=` in the dump): tiled
+    layouts padded, TPU's tuple tables and untiled scalars as TPU allocates them."""
+    module = hloscope.parse(read_dump(path / "after_optimizations.txt.gz"))
+    model = build_memory_model(module)
+    ours = {(v.instruction.name, "{" + ",".join(map(str, v.index)) + "}"): v.size for v in model.dataflow.values}
+    # Thread-local values (inside fusions, reducers) are never materialized: hloscope has none.
+    theirs = {(v["name"], v["index"]): v["size"]
+              for a in parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
+              if "thread-local" not in a["kinds"] for v in a["values"]}
+    common = theirs.keys() & ours.keys()
+    assert len(common) >= 0.95 * len(theirs)
+    assert {k: ours[k] for k in common} == {k: theirs[k] for k in common}
 
 
 def test_to_dict_keys_are_the_contract(results):
     ours, _ = results["cpu_hsdp_accum1"]
     d = ours.to_dict()
     # The contract keys, in order, then what the issue adds after them.
-    assert list(d) == ["name", "temp_bytes", "argument_bytes", "output_bytes", "alias_bytes", "peak_bytes",
-                       "peak_at", "live_at_peak", "memory_spaces"]
+    assert list(d) == ["name", "temp_bytes", "argument_bytes", "output_bytes", "alias_bytes", "total_bytes",
+                       "peak_bytes", "peak_at", "live_at_peak", "memory_spaces", "notes"]
     assert d["memory_spaces"] == {}  # CPU: everything is in memory space 0
+    assert d["notes"] == []
+    assert d["total_bytes"] == d["argument_bytes"] + d["output_bytes"] - d["alias_bytes"] + d["temp_bytes"]
     assert set(d["peak_at"]) == {"index", "instruction"}
     assert d["live_at_peak"]
     assert set(d["live_at_peak"][0]) == {"instruction", "bytes", "shape", "op_name", "source"}
@@ -112,14 +222,19 @@ ENTRY e {
 
 def test_small_module_temp_is_the_largest_overlap():
     # Steps 0:p 1:a 2:b 3:s 4:c 5:d. a: [1, 5] (1 KiB), b: [2, 3] (4 KiB), s: [3, 5] (1 KiB;
-    # the bitcast c only forwards it); d is the output, p an argument. At step 3 a, b and s
-    # are live.
+    # the bitcast c only forwards it); d is the output, p an argument. Buffer assignment
+    # places a into d's allocation (XLA MaybeAssignBuffer: as large, and a ends at step 5
+    # where d, an elementwise add reading it, begins), so the heap holds b and s, both live
+    # at step 3. s cannot follow a there: it is live while a is.
     m = analyze_memory(hloscope.parse(SMALL))
-    assert m.temp_max_live_bytes == 1024 + 4096 + 1024
-    assert m.temp_bytes == 1024 + 4096 + 1024
+    assert m.temp_max_live_bytes == 4096 + 1024
+    assert m.temp_bytes == 4096 + 1024
     assert m.argument_bytes == 1024 and m.output_bytes == 1024 and m.alias_bytes == 0
+    assert m.total_bytes == 1024 + 1024 + 4096 + 1024
+    # CPU: peak_memory_in_bytes is the argument's and the output's allocations only.
+    assert m.peak_bytes == m.static_bytes == 2048
     assert m.peak_at == {"index": 3, "instruction": "s"}
-    assert [b.instruction for b in m.live_at_peak] == ["b", "a", "s"]
+    assert [b.instruction for b in m.live_at_peak] == ["b", "s"]
 
 
 def test_cli_memory_json_and_exit_codes(tmp_path):
@@ -159,13 +274,14 @@ ENTRY e {
 
 
 def test_host_memory_is_packed_and_reported_apart(tmp_path):
-    # Steps 0:p 1:a 2:h 3:g 4:s 5:c 6:d. Device temp: a [1, 6] and s [4, 6], 1 KiB each.
+    # Steps 0:p 1:a 2:h 3:g 4:s 5:c 6:d. Device temp: s [4, 6], 1 KiB (a [1, 6] goes into
+    # the output d's allocation: as large, ending where the add d reading it begins).
     # Host (S(5)): h [2, 3] and g [3, 4], 4 KiB each; g = negate(h) takes h's slot as h dies.
     m = analyze_memory(hloscope.parse(HOST))
-    assert m.temp_bytes == 2048
+    assert m.temp_bytes == 1024
     assert m.host_temp_bytes == 4096
     d = m.to_dict()
-    assert d["temp_bytes"] == 2048 and d["memory_spaces"] == {"5": 4096}
+    assert d["temp_bytes"] == 1024 and d["memory_spaces"] == {"5": 4096}
     path = tmp_path / "host.hlo"
     path.write_text(HOST)
     import subprocess
@@ -206,3 +322,87 @@ def test_the_platform_is_the_compilation_target(path):
     assert not unread.entry.is_read
     assert detect_platform(unread) == target
     assert detect_platform(hloscope.load(path / "module.hlo.txt")) == target
+
+
+@pytest.mark.parametrize("path", LARGE_GPU, ids=lambda p: p.name)
+def test_real_scale_gpu_shares_slots_as_xla(path):
+    """Every two values XLA keeps in one slot at one step (a fusion output written over an
+    operand that dies there, SHARE_WITH in its heap trace) are in one slot here too. On these
+    steps that is 23 pairs a time, most of them an output of another shape than the operand
+    (bf16[1024,1024] into bf16[2,512,1024]), which only the H100 backend's hint allows."""
+    from .xla_reference import parse_live_range_dump
+
+    module = hloscope.parse(read_dump(path / "after_optimizations.txt.gz"))
+    heap = build_memory_model(module).heaps[0]
+    offsets = {(v.instruction.name, "{" + ",".join(map(str, v.index)) + "}"): o for v, o in heap.offsets.items()}
+    _, ranges = parse_live_range_dump(read_dump(path / "live-range.txt.gz"))
+    values = sorted(default_temp_allocation(path)["values"], key=lambda v: v["offset"])
+    pairs = []
+    for i, x in enumerate(values):
+        for y in values[i + 1:]:
+            if y["offset"] >= x["offset"] + x["size"]:
+                break
+            (sx, ex), (sy, ey) = ranges[(x["name"], x["index"])], ranges[(y["name"], y["index"])]
+            if sx <= ey and sy <= ex:
+                pairs.append(((x["name"], x["index"]), (y["name"], y["index"])))
+    assert len(pairs) >= 20
+    assert [p for p in pairs if offsets.get(p[0]) is None or offsets.get(p[0]) != offsets.get(p[1])] == []
+
+
+def test_xla_figures_beside_ours(results):
+    """Given XLA's `memory_analysis()` (a jax Compiled's, or a fixture's JSON), the result
+    carries it and the text report shows each figure with hloscope's error."""
+    from hloscope.report import memory_report
+
+    ours, xla = results["gpu_hsdp_large_accum1"]
+    both = with_xla(ours, xla)
+    assert both.xla["temp_bytes"] == xla["temp_size_in_bytes"]
+    assert both.xla["peak_bytes"] == xla["peak_memory_in_bytes"]
+    assert both.xla["total_bytes"] == (xla["argument_size_in_bytes"] + xla["output_size_in_bytes"]
+                                       - xla["alias_size_in_bytes"] + xla["temp_size_in_bytes"])
+    assert both.to_dict()["xla"] == both.xla
+    text = " ".join(str(getattr(r, "plain", r)) for r in memory_report([both]))
+    assert "XLA (memory_analysis): temp" in text and "arguments" in text and "(hloscope exact)" in text
+    assert "total" in text
+
+
+def test_gpu_fusion_hint_shares_across_shapes():
+    # XLA's GPU rule on a fusion like those of the real-scale steps: the parameter reaches
+    # output {1} through a bitcast and an add, output {0} only through the reduction hero.
+    from hloscope.analysis.dataflow import gpu_fusion_may_alias
+
+    m = hloscope.parse(FUSED)
+    fusion = next(i for i in m.entry.instructions if i.opcode == "fusion")
+    p0 = fusion.operands[0]
+    assert gpu_fusion_may_alias(p0, fusion, (1,), 0)
+    assert not gpu_fusion_may_alias(p0, fusion, (0,), 0)  # another element count
+    assert not gpu_fusion_may_alias(fusion.operands[1], fusion, (1,), 1)  # reaches it through a dot
+
+
+FUSED = """HloModule m, is_scheduled=true
+
+fused {
+  p0 = bf16[64,64]{1,0} parameter(0)
+  p1 = bf16[64,64]{1,0} parameter(1)
+  b = bf16[2,32,64]{2,1,0} bitcast(p0)
+  d = bf16[64,64]{1,0} dot(p1, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  db = bf16[2,32,64]{2,1,0} bitcast(d)
+  a = bf16[2,32,64]{2,1,0} add(b, db)
+  c = f32[2,32,64]{2,1,0} convert(a)
+  z = f32[] constant(0)
+  r = f32[2,32]{1,0} reduce(c, z), dimensions={2}, to_apply=sum
+  ROOT t = (f32[2,32]{1,0}, bf16[2,32,64]{2,1,0}) tuple(r, a)
+}
+
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+ENTRY e {
+  q0 = bf16[64,64]{1,0} parameter(0)
+  q1 = bf16[64,64]{1,0} parameter(1)
+  ROOT f = (f32[2,32]{1,0}, bf16[2,32,64]{2,1,0}) fusion(q0, q1), kind=kInput, calls=fused
+}
+"""

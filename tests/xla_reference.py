@@ -161,10 +161,13 @@ def parse_buffer_assignment_dump(text: str) -> list[dict]:
             current = {"index": int(m.group(1)), "size": int(m.group(2)), "kinds": m.group(3), "values": []}
             allocations.append(current)
             continue
-        m = re.match(r" value: <(\d+) (\S+?)(\{[^}]*\})? @(\d+)> \(size=(\d+),offset=(\d+)\): (.*)$", line.rstrip())
+        # A while's phi values print as `<ID NAME{i} (phi) @POS>`.
+        m = re.match(r" value: <(\d+) (\S+?)(\{[^}]*\})?( \(phi\))? @(\d+)> \(size=(\d+),offset=(\d+)\): (.*)$",
+                     line.rstrip())
         if m and current is not None:
-            current["values"].append({"name": m.group(2), "index": m.group(3) or "{}", "size": int(m.group(5)),
-                                      "offset": int(m.group(6)), "shape": m.group(7)})
+            current["values"].append({"name": m.group(2), "index": m.group(3) or "{}", "size": int(m.group(6)),
+                                      "offset": int(m.group(7)), "shape": m.group(8), "id": int(m.group(1)),
+                                      "phi": bool(m.group(4))})
         elif line.startswith("Total bytes") or line.startswith("Used values"):
             current = None
     return allocations

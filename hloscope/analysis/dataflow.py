@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..executor import Executor
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
+from ..ir.shape import ELEMENT_BITS
 from .callgraph import callees_first, loop_parts, scheduled_callees
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
@@ -36,7 +37,7 @@ def _byte_size(shape) -> int:
     hit = _SIZE_CACHE.get(id(shape))
     if hit is not None and hit[0] is shape:
         return hit[1]
-    size = shape.byte_size
+    size = shape.padded_byte_size  # what buffer assignment allocates: tiled layouts pad
     _SIZE_CACHE[id(shape)] = (shape, size)
     return size
 
@@ -90,7 +91,8 @@ AT_DEFINITION = ("at-definition",)
 
 
 class Value:
-    """One value: defined once, at `(instruction, index)`; `size` in bytes (XLA ByteSizeOf)."""
+    """One value: defined once, at `(instruction, index)`; `size` in bytes (XLA ByteSizeOf, a
+    tiled layout's padding included; the memory analysis adjusts it to its backend's rule)."""
 
     __slots__ = ("id", "instruction", "index", "shape", "size", "_positions", "is_phi",
                  "replaced_by", "wrapped_step", "buffer")
@@ -485,6 +487,13 @@ def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[t
     k = inst.info.in_place_operand
     if k is not None:
         return [((), k, ())]
+    if inst.opcode == "all-reduce-start":
+        # Runs in place (NCCL): in every GPU dump its result shares its operand's buffer and
+        # allocation, the operand's live range handing over to it at the start (so the pair
+        # is one buffer, not a heap share: the operand never goes into another allocation).
+        # TODO(opcodes): a table fact (`in_place_operand` per element) once the table has one.
+        n = len(inst.operands)
+        return [((), 0, ())] if n == 1 else [((i,), i, ()) for i in range(n)]
     if inst.opcode in _FUSIONS:
         return _fusion_in_place_operands(inst, facts)
     return []
@@ -666,24 +675,44 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
 
 
 def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None,
-                             in_place: dict | None = None, facts: FusedFacts | None = None) -> bool:
+                             in_place: dict | None = None, facts: FusedFacts | None = None,
+                             backend: str = "cpu", at: tuple | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?
+
+    In XLA's order: an in-place pair (same shapes) says yes; then the backend's hint decides
+    where it has one (`backend_may_alias`: on GPU every fusion and all-reduce, shapes may
+    then differ); else the shapes must be equal and the generic rules below apply.
 
     `cache` (a dict the caller keeps for one module) holds what is worked out once per user
     instruction: asked about many operands of one fusion, the answers come without redoing it.
     `in_place`: `Dataflow.in_place`, the in-place pairs found already; `facts`: what a child
-    found of fused computations (`FusedFacts`)."""
+    found of fused computations (`FusedFacts`). `at`: the position `(instruction, index)`
+    the user reads the value at, when not where it is defined (a `-done` or bitcast
+    forwarding it); XLA asks about that instruction."""
     operand, user = operand_value.instruction, user_value.instruction
-    if operand_value.shape != user_value.shape or not user.info.shares_operand_buffer:
+    operand_index = operand_value.index
+    if at is not None:
+        operand, operand_index = at
+    if not user.info.shares_operand_buffer or operand.opcode == "constant":
         return False
+    shapes_equal = operand_value.shape == user_value.shape
     user_facts = _SharingFacts.of(user, cache, in_place)
     k = user_facts.operand_number.get(operand)
     if k is None:
         return False
+    if shapes_equal:
+        for oi, n, pi in user_facts.pairs:
+            if oi == user_value.index and (n, pi) == (k, operand_index):
+                return True
+    hint = backend_may_alias(operand, user, user_value.index, backend, k)
+    if hint is not None:
+        return hint
+    if not shapes_equal:
+        return False
     for oi, n, pi in user_facts.pairs:
         if oi == user_value.index:
-            return (n, pi) == (k, operand_value.index)
+            return (n, pi) == (k, operand_index)
     if user.opcode in _FUSIONS:
         if user_facts.fused is None:
             return False
@@ -694,18 +723,151 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
 
 
 def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
-                                 in_place: dict | None = None) -> bool:
+                                 in_place: dict | None = None, backend: str = "cpu") -> bool:
     """False when `can_share_operand_buffer` is False for every operand of `user` (most
     ops that are neither elementwise, in place nor loop fusions): a caller then need not ask
     about each of them, which for an all-reduce of N operands is N questions per output."""
     if not user.info.shares_operand_buffer:
         return False
+    if backend == "gpu" and (user.opcode in _FUSIONS or user.opcode in _GPU_IN_PLACE_COLLECTIVES):
+        return True
     facts = _SharingFacts.of(user, cache, in_place)
     if facts.pairs:
         return True
     if user.opcode in _FUSIONS:
         return facts.fused is not None
     return user.info.elementwise
+
+
+_GPU_IN_PLACE_COLLECTIVES = ("all-reduce", "all-reduce-start", "collective-broadcast")
+"""GPU collectives NCCL runs in place: the result may take its operand's buffer."""
+
+
+def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple, backend: str,
+                      operand_number: int | None = None) -> bool | None:
+    """The backend's buffer-sharing hint (XLA's `AliasInfo::MayAlias`), None where it has none.
+
+    GPU (xla/service/gpu/alias_info.cc, nvptx_alias_info.cc): a fusion decides by
+    `gpu_fusion_may_alias`; an all-reduce (NCCL works in place) shares with its only operand,
+    or element i with operand i. CPU: no hint. TPU's compiler is not public: no hint is
+    assumed (the generic rules apply)."""
+    if backend != "gpu":
+        return None
+    opcode = user.opcode
+    if opcode in _FUSIONS:
+        k = operand_number if operand_number is not None else user.operands.index(operand)
+        return gpu_fusion_may_alias(operand, user, user_index, k)
+    if opcode in _GPU_IN_PLACE_COLLECTIVES:
+        if "nvshmem" in user.attributes.get("backend_config", "").lower():
+            return False
+        ops = user.operands
+        return len(ops) == 1 or (len(user_index) == 1 and user_index[0] < len(ops) and ops[user_index[0]] is operand)
+    if opcode == "custom-call":
+        return False if user_index == (1,) and "__cublas$lt$matmul" in user.attributes.get("custom_call_target", "") else None
+    return None
+
+
+def _elementwise_on_operand(inst: Instruction, operand_number: int) -> bool:
+    """XLA IsElementwiseOnOperand, for an instruction of a fused computation."""
+    if inst.opcode == "dynamic-update-slice":
+        return operand_number == 0
+    return inst.info.elementwise
+
+
+def _fusion_hero(root: Instruction) -> Instruction:
+    """XLA FindNonTrivialHero, in small: from a fusion root down through bitcasts and unary
+    elementwise ops (but copies) with one user, to the op that decides the emitter."""
+    hero = root
+    while hero.opcode == "bitcast" or (hero.info.elementwise and hero.opcode != "copy" and len(hero.operands) == 1):
+        operand = hero.operands[0] if hero.operands else None
+        if operand is None or operand.opcode == "parameter" or len(set(operand.users)) != 1:
+            break
+        hero = operand
+    return hero
+
+
+def gpu_fusion_may_alias(operand: Instruction, fusion: Instruction, user_index: tuple,
+                         operand_number: int) -> bool:
+    """XLA's GPU FusionCanShareBufferHint: may output `user_index` of `fusion` be written over
+    its operand `operand_number`? Yes when the shapes hold as many elements of as many bits,
+    and every path from that parameter reaches the output through elementwise ops (no copy),
+    bitcasts and tuples only (a reduction hero stops the walk: the reduction emitter reads
+    before it writes; a scatter or sort root may be reached through its data operand; a
+    dynamic-update-slice root through its update when every dynamic-slice of the same
+    operand reads the same slice), and no other output is reached unless both it and this one
+    run in the same order::
+
+        p0 = bf16[1024,1024] parameter(0)        fusion output {1}, bf16[2,512,1024], may
+        b  = bf16[2,512,1024] bitcast(p0)        take p0's buffer: p0 reaches it through a
+        a  = add(x, b)  ──▶ tuple{1}             bitcast and an add, and reaches output {0}
+        r  = reduce(multiply(convert(a), ...))   only through the reduction hero r
+    """
+    user_shape = fusion.shape.at(user_index) if user_index else fusion.shape
+    operand_shape = operand.shape
+    if operand_shape != user_shape:
+        if operand_shape.is_tuple or user_shape.is_tuple or not operand_shape.is_array or not user_shape.is_array:
+            return False
+        if operand_shape.element_count != user_shape.element_count:
+            return False
+        if ELEMENT_BITS.get(operand_shape.element_type) != ELEMENT_BITS.get(user_shape.element_type):
+            return False
+    called = fusion.called_computations
+    if not called:
+        return False
+    comp = called[0]
+    param = next((p for p in comp.parameters if p.parameter_number == operand_number), None)
+    if param is None:
+        return False
+    root = comp.root
+    roots = list(root.operands) if root.opcode == "tuple" else [root]
+    output = root
+    for i in user_index:
+        if output.opcode != "tuple" or i >= len(output.operands):
+            break
+        output = output.operands[i]
+    non_bitcast_root = output.operands[0] if output.opcode == "bitcast" and output.operands else output
+    heroes = [_fusion_hero(r) for r in roots]
+    reduction_hero = next((h for h in heroes if h.opcode == "reduce"), None)
+    queue, visited = [param], {param}
+    found = False
+    while queue:
+        cur = queue.pop(0)
+        if cur is output:
+            found = True
+        if cur is reduction_hero:
+            continue
+        for hlo in cur.users:
+            if hlo not in visited:
+                visited.add(hlo)
+                queue.append(hlo)
+            ops = hlo.operands
+            k = next((n for n, o in enumerate(ops) if o is cur), 0)
+            if hlo is non_bitcast_root and hlo.opcode == "scatter":
+                inputs = len(hlo.shape.tuple_shapes) if hlo.shape.is_tuple else 1
+                if k < inputs and sum(1 for o in ops if o is cur) == 1:
+                    continue
+            if hlo is non_bitcast_root and hlo.opcode == "sort" and sum(1 for o in ops if o is cur) == 1:
+                if user_index != (k,):
+                    return False
+                continue
+            dus = non_bitcast_root
+            if (dus.opcode == "dynamic-update-slice" and hlo.opcode == "dynamic-slice" and len(dus.operands) > 1
+                    and hlo.operands and dus.operands[0] is hlo.operands[0] and hlo.shape == dus.operands[1].shape):
+                if not (hlo.shape.element_count == 1 and dus.operands[1].shape.element_count == 1):
+                    starts, dus_starts = hlo.operands[1:], dus.operands[2:]
+                    if len(starts) != len(dus_starts) or any(a is not b for a, b in zip(starts, dus_starts)):
+                        return False
+            elif ((not _elementwise_on_operand(hlo, k) or hlo.opcode == "copy")
+                  and hlo.opcode not in ("bitcast", "tuple") and hlo is not reduction_hero):
+                if hlo is not non_bitcast_root or hlo.opcode != "dynamic-update-slice" or k != 1:
+                    return False
+    if root.opcode == "tuple":
+        reached = [(r, h) for r, h in zip(roots, heroes) if r in visited]
+        if any(r is not output for r, _ in reached):
+            transposing = any(h.opcode in ("transpose", "copy") for _, h in reached)
+            if not non_bitcast_root.info.elementwise or transposing:
+                return False
+    return found
 
 
 def _is_loop_or_input_fusion(inst: Instruction) -> bool:

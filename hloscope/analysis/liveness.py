@@ -290,8 +290,17 @@ class _Group:
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
                   may_share: "callable | None" = None, may_share_any: "callable | None" = None,
-                  executor: Executor = INLINE) -> Heap:
+                  executor: Executor = INLINE, packed_whole_program: "callable | None" = None,
+                  order: str = "best") -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
+
+    `order`: "best" packs in XLA's two orders and keeps the smaller heap (CPU, GPU);
+    "start" packs once, in order of first use (then larger first): TPU's order, which its
+    dumps show (offsets grow with start time, not size; the largest buffer of a real-scale
+    step sits near the top, not at 0), and which reproduces its HBM temp allocation.
+    `packed_whole_program(value)` True: the packing keeps that value's slot for the whole
+    schedule (TPU's tuple tables in HBM, see `memory.py`); its bytes count as live only over
+    its own interval in `max_live` and `timeline`, as XLA's heap trace counts them.
 
     At each step, values that start are allocated before values that end are freed. A value
     whose buffer already has a placed value takes the same place. A lone value may take over
@@ -327,7 +336,6 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     for v in dataflow.values:
         buffer_count[v.buffer] = buffer_count.get(v.buffer, 0) + 1
     value_sets = dataflow.value_sets
-    no_values: dict = {}
 
     group_of: dict[Value, _Group] = {}
     first_in_buffer: dict[int, _Group] = {}
@@ -357,15 +365,12 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                     and inst.info.shares_operand_buffer and (may_share_any is None or may_share_any(inst))):
                 if dying is None:
                     dying = {w.instruction for w in freed_now}
-                for operand in inst.operands:
-                    if operand not in dying:
-                        continue
-                    ov = value_sets.get(operand, no_values).get(())
-                    if ov is None or ov not in temp_set or buffer_count.get(ov.buffer, 0) > 1:
+                # XLA tries every value of every operand, in operand order and then by value
+                # id, whose defining instruction is itself an operand (IsUserOf).
+                for ov in _operand_values(inst, value_sets, dying):
+                    if ov not in temp_set or buffer_count.get(ov.buffer, 0) > 1:
                         continue
                     if ranges[ov][1] != i or ov not in freed_now:
-                        continue
-                    if ov.instruction is not operand:
                         continue
                     if not may_share(ov, v):
                         continue
@@ -405,6 +410,14 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # What the replay needed and the packing does not: let the packing reuse its memory.
     del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
     del may_share, may_share_any
+    live_intervals = None
+    if packed_whole_program is not None:
+        whole = [(0, end_step)]
+        live_intervals = {}
+        for g in groups:
+            if packed_whole_program(g.first):
+                live_intervals[id(g)] = g.intervals
+                g.intervals = whole
 
     best = None
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
@@ -413,19 +426,30 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     orders = (("spatial", lambda g: (-g.size, g.own_span, g.first.id)),
               ("temporal", lambda g: (g.span, -g.size, g.first.id)))
     second = None
-    if len(groups) >= PARALLEL_MIN_GROUPS:
+    if len(groups) >= PARALLEL_MIN_GROUPS and order != "start":
         second = executor.submit(_packed_in_order, groups, orders[1][1], alignment)
     # The no-fragmentation figure, while a child packs (if one does): bytes live per step,
     # each group counted once per step.
     delta = [0] * (end_step + 2)
     for g in groups:
-        for s, e in merge_intervals(g.intervals):
+        intervals = g.intervals if live_intervals is None else live_intervals.get(id(g), g.intervals)
+        for s, e in merge_intervals(intervals):
             delta[s] += g.size
             delta[e + 1] -= g.size
     timeline = list(itertools.accumulate(delta[:end_step + 1]))
     del delta
     max_live = max(timeline) if timeline else 0
     max_live_at = timeline.index(max_live) if timeline else 0
+    if order == "start":
+        # Slots kept for the whole schedule go last, above what the rest leaves free (where
+        # TPU's dumps have its tuple tables): placed in start order among the others, each
+        # would wall off the top of the heap so far.
+        def start(g):
+            pinned = live_intervals is not None and id(g) in live_intervals
+            return pinned, min(map(_first, g.intervals))
+        size, group_offsets = _best_fit(sorted(groups, key=lambda g: (start(g), -g.size, g.first.id)), alignment)
+        offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
+        return Heap(size, max_live, max_live_at, timeline, offsets, "start")
 
     if second is not None:
         size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
@@ -458,6 +482,30 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
 
 
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def _operand_values(inst: Instruction, value_sets, dying) -> list[Value]:
+    """The values an operand slot could be taken from, in the order XLA's heap simulator tries
+    them: `inst`'s operands in order, each one's values by id, keeping those defined by an
+    instruction that is itself an operand of `inst` and defines a value dying now."""
+    operands = inst.operands
+    out = []
+    for operand in operands:
+        vs = value_sets.get(operand)
+        if not vs:
+            continue
+        if len(vs) == 1:
+            ov = next(iter(vs.values()))
+            if ov.instruction in dying and (ov.instruction is operand or ov.instruction in operands):
+                out.append(ov)
+            continue
+        for ov in sorted(vs.values(), key=_value_id):
+            if ov.instruction in dying and (ov.instruction is operand or ov.instruction in operands):
+                out.append(ov)
+    return out
+
+
+_value_id = operator.attrgetter("id")
 
 
 PARALLEL_MIN_GROUPS = 20_000

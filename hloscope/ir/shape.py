@@ -117,6 +117,39 @@ class Shape:
         return n * max(1, bits // 8)
 
     @property
+    def padded_byte_size(self) -> int:
+        """Bytes the buffer occupies: `byte_size`, with a tiled layout's padding (XLA
+        ShapeUtil::ArraySize). The first tile pads the most minor dimensions up to its
+        sizes (a missing dimension counts as 1); sub-tiles add none, as in XLA::
+
+            f32[3,100]{1,0:T(8,128)}     8 x 128 elements   = 4096 bytes (byte_size 1200)
+            f32[]{:T(128)}               128 elements       =  512 bytes
+            bf16[20,128]{1,0:T(8,128)(2,1)}  24 x 128 x 2   = 6144 bytes
+
+        A shape without tiles (every CPU and GPU layout) is exactly `byte_size`."""
+        layout = self.layout
+        if self.is_tuple or layout is None or not layout.tiles or not self.is_array:
+            return self.byte_size
+        bits = ELEMENT_BITS.get(self.element_type, 0)
+        if bits == 0 or UNBOUNDED in self.dimensions:
+            return 0
+        tile = layout.tiles[0]
+        order = layout.minor_to_major
+        dims = self.dimensions
+        n = 1
+        for k in range(max(len(tile), len(order))):
+            size = dims[order[k]] if k < len(order) and order[k] < len(dims) else 1
+            if k < len(tile):
+                t = tile[len(tile) - 1 - k]
+                if t > 0:  # `*` (combine dimensions, -1) pads nothing
+                    size = -(-size // t) * t
+            n *= size
+        packed = layout.element_size_in_bits
+        if packed:
+            return (n * packed + 7) // 8
+        return n * max(1, bits // 8)
+
+    @property
     def total_byte_size(self) -> int:
         """Bytes of every array leaf together (tuple pointer tables excluded)."""
         return sum(leaf.byte_size for _, leaf in self.leaves())
@@ -145,63 +178,123 @@ class Shape:
 
 _ARRAY = re.compile(r"([a-z][a-z0-9]*)\s*\[([^\]]*)\]\s*(?:\{(.*)\})?\Z", re.S)
 _SPACE = re.compile(r"\s+")
-_TAG = re.compile(r"([A-Z]+|#)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+_INT64_MAX = (1 << 63) - 1
+_DIMENSION = re.compile(r"\s*(?:(\?)|(<=)?\s*([0-9]+))\s*\Z")
+_DIGITS = re.compile(r"[0-9]+")
+_LAYOUT_INT = re.compile(r"\s*(-?[0-9]+)\s*\Z")
+_LAYOUT_TAG = re.compile(r"\s*(SC|[DTLESMP#])?\(")
+_TAGS_WITH_ONE_INT = ("E", "S", "M")
 
 
 class ShapeError(ValueError):
-    """A shape's text is not a valid HLO shape."""
+    """A shape's text is not a valid HLO shape; `offset` is where in that text it goes wrong."""
+
+    def __init__(self, message: str, offset: int = 0):
+        super().__init__(message)
+        self.offset = offset
+
+    def shifted(self, by: int) -> "ShapeError":
+        """The same error, for the text it was found in placed `by` characters further on."""
+        return ShapeError(str(self), self.offset + by)
 
 
 @functools.lru_cache(maxsize=None)
 def parse_array_shape(text: str) -> Shape:
-    """Parse one array shape token (`f32[2,<=3]{1,0:T(8,128)}`); interned by its text."""
+    """Parse one array shape token (`f32[2,<=3]{1,0:T(8,128)}`); interned by its text.
+
+    Raises ShapeError, as XLA's parser refuses them, for a malformed size, a size beyond
+    int64, and a layout that is not `minor_to_major[:attributes]` with one entry per
+    dimension."""
     m = _ARRAY.match(text)
     if not m:
-        raise ShapeError(f"not an array shape: {text!r}")
+        raise ShapeError(f"not an array shape: {text[:40]!r}", 0)
     etype, dims_text, layout_text = m.groups()
     if etype not in ELEMENT_BITS:
         fp = re.fullmatch(r"f([468])e\d+m\d+[a-z0-9]*", etype)
         if fp is None:
-            raise ShapeError(f"unknown element type {etype!r}")
+            raise ShapeError(f"unknown element type {etype!r}", 0)
         ELEMENT_BITS[etype] = int(fp.group(1))  # a small float format newer than this table
     dims: list[int] = []
     dynamic: list[bool] = []
-    for piece in dims_text.split(","):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if piece == "?":
-            dims.append(UNBOUNDED)
-            dynamic.append(True)
-        elif piece.startswith("<="):
-            dims.append(int(piece[2:]))
-            dynamic.append(True)
-        else:
-            dims.append(int(piece))
-            dynamic.append(False)
-    layout = _parse_layout(layout_text) if layout_text is not None else None
+    if dims_text.strip():
+        at = m.start(2)
+        for piece in dims_text.split(","):
+            d = _DIMENSION.match(piece)
+            if d is None or (d.group(3) is not None and int(d.group(3)) > _INT64_MAX):
+                blank = len(piece) - len(piece.lstrip())
+                raise ShapeError(f"expects a dimension size (N, <=N or ?), not {piece.strip()[:20]!r}", at + blank)
+            if d.group(1):
+                dims.append(UNBOUNDED)
+                dynamic.append(True)
+            else:
+                dims.append(int(d.group(3)))
+                dynamic.append(d.group(2) is not None)
+            at += len(piece) + 1
+    layout = _parse_layout(layout_text, len(dims), m.start(3)) if layout_text is not None else None
     # XLA prints shapes without spaces; hand-written ones may have some.
     canonical = _SPACE.sub("", text) if any(c.isspace() for c in text) else text
     return Shape(etype, tuple(dims), tuple(dynamic), layout, (), canonical)
 
 
-def _parse_layout(text: str) -> Layout:
-    order_text, _, tags = text.partition(":")
-    minor_to_major = tuple(int(p) for p in order_text.split(",") if p.strip())
+def _parse_layout(text: str, rank: int, at: int = 0) -> Layout:
+    """A layout's text (inside its braces, which start at `at` in the shape's text)."""
+    order_text, colon, tags = text.partition(":")
+    minor_to_major: list[int] = []
+    if order_text.strip():
+        pos = at
+        for piece in order_text.split(","):
+            if _LAYOUT_INT.match(piece) is None:
+                raise ShapeError(f"expects a dimension number in the layout, not {piece.strip()[:20]!r}",
+                                 pos + len(piece) - len(piece.lstrip()))
+            minor_to_major.append(int(piece))
+            pos += len(piece) + 1
+    if len(minor_to_major) != rank:
+        raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
     tiles: list[tuple[int, ...]] = []
     element_bits = 0
     memory_space = 0
-    for tag, args in _TAG.findall(tags):
+    pos = 0
+    previous = None
+    tags_at = at + len(order_text) + len(colon)
+    while tags[pos:].strip():
+        m = _LAYOUT_TAG.match(tags, pos)
+        if m is None or (m.group(1) is None and previous != "T"):
+            skipped = len(tags[pos:]) - len(tags[pos:].lstrip())
+            raise ShapeError(f"unexpected {tags[pos + skipped:pos + skipped + 10]!r} in the layout", tags_at + pos + skipped)
+        close = _closing_parenthesis(tags, m.end())
+        if close < 0:
+            raise ShapeError("unbalanced '(' in the layout", tags_at + m.end() - 1)
+        args = tags[m.end():close]
+        tag = m.group(1) or "T"
         if tag == "T":
-            tiles.append(tuple(-1 if a.strip() == "*" else int(a) for a in args.split(",") if a.strip()))
-        elif tag == "E":
-            element_bits = int(args)
-        elif tag == "S":
-            memory_space = int(args)
-    # Consecutive tiles print as T(8,128)(2,1): the second group has no tag letter.
-    for extra in re.findall(r"\)\(([0-9*,\s]+)\)", tags):
-        tiles.append(tuple(-1 if a.strip() == "*" else int(a) for a in extra.split(",") if a.strip()))
-    return Layout(minor_to_major, tuple(tiles), element_bits, memory_space, text)
+            items = [a.strip() for a in args.split(",")] if args.strip() else []
+            if not all(a == "*" or _DIGITS.fullmatch(a) for a in items):
+                raise ShapeError(f"expects tile sizes (N or *), not {args[:20]!r}", tags_at + m.end())
+            tiles.append(tuple(-1 if a == "*" else int(a) for a in items))
+        elif tag in _TAGS_WITH_ONE_INT:
+            if _LAYOUT_INT.match(args) is None:
+                raise ShapeError(f"expects an integer in {tag}(...), not {args[:20]!r}", tags_at + m.end())
+            if tag == "E":
+                element_bits = int(args)
+            elif tag == "S":
+                memory_space = int(args)
+        previous = tag
+        pos = close + 1
+    return Layout(tuple(minor_to_major), tuple(tiles), element_bits, memory_space, text)
+
+
+def _closing_parenthesis(text: str, start: int) -> int:
+    """Where the `)` closing the group whose contents start at `start` is, or -1."""
+    depth = 1
+    for k in range(start, len(text)):
+        c = text[k]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
 
 
 _TUPLES: dict[tuple[Shape, ...], Shape] = {}
@@ -228,43 +321,80 @@ def buffer_shape(inner: Shape) -> Shape:
 
 @functools.lru_cache(maxsize=None)
 def parse_shape(text: str) -> Shape:
-    """Parse any shape text, tuples included (`(f32[2], (s32[], token[]))`); cached."""
-    text = text.strip()
-    if not text.startswith("("):
-        return parse_array_shape(text)
-    pos = 0
+    """Parse any shape text, tuples included (`(f32[2], (s32[], token[]))`); cached.
+    Raises ShapeError (with where in `text`) for anything XLA's parser would not read."""
+    body = text.strip()
+    lead = len(text) - len(text.lstrip())
+    if not body.startswith("("):
+        try:
+            return parse_array_shape(body)
+        except ShapeError as e:
+            raise e.shifted(lead) from None
+    reader = _TupleReader(text, lead)
+    shape = reader.shape(0)
+    reader.skip_blanks()
+    if reader.pos != len(text):
+        raise ShapeError(f"unexpected {text[reader.pos:reader.pos + 10]!r} after the shape", reader.pos)
+    return shape
 
-    def parse_at() -> Shape:
-        nonlocal pos
-        while text[pos].isspace():
-            pos += 1
-        if text.startswith("b(", pos):
-            pos += 1
-            inner = parse_at()
-            if len(inner.tuple_shapes) != 1:
-                raise ShapeError(f"a buffer holds one array: {text!r}")
-            return buffer_shape(inner.tuple_shapes[0])
-        if text[pos] != "(":
-            m = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?").match(text, pos)
-            if not m:
-                raise ShapeError(f"bad shape at {text[pos:pos + 20]!r}")
-            pos = m.end()
-            return parse_array_shape(m.group(0))
-        pos += 1
-        elements = []
+
+_ARRAY_AT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?")
+_MAX_NESTING = 64
+"""Tuples nested deeper than this are refused (XLA prints four levels at most)."""
+
+
+class _TupleReader:
+    """Reads a tuple shape's text from `pos` on: elements separated by commas, `/*...*/`
+    comments between them (XLA prints `/*index=5*/` in long tuples)."""
+
+    def __init__(self, text: str, pos: int):
+        self.text, self.pos = text, pos
+
+    def skip_blanks(self) -> None:
+        text = self.text
         while True:
-            while text[pos].isspace():
-                pos += 1
-            if text[pos] == ")":
-                pos += 1
-                return tuple_shape(elements)
-            if text.startswith("/*", pos):
-                pos = text.index("*/", pos) + 2
-                continue
-            elements.append(parse_at())
-            while text[pos].isspace():
-                pos += 1
-            if text[pos] == ",":
-                pos += 1
+            while self.pos < len(text) and text[self.pos].isspace():
+                self.pos += 1
+            if not text.startswith("/*", self.pos):
+                return
+            end = text.find("*/", self.pos + 2)
+            if end < 0:
+                raise ShapeError("unterminated comment in the shape", self.pos)
+            self.pos = end + 2
 
-    return parse_at()
+    def shape(self, depth: int) -> Shape:
+        text = self.text
+        self.skip_blanks()
+        if depth > _MAX_NESTING:
+            raise ShapeError("tuple shapes nested too deeply", self.pos)
+        start = self.pos
+        if text.startswith("b(", start):
+            self.pos += 1
+            inner = self.shape(depth + 1)
+            if len(inner.tuple_shapes) != 1 or inner.tuple_shapes[0].is_tuple:
+                raise ShapeError("a buffer b(...) holds one array", start)
+            return buffer_shape(inner.tuple_shapes[0])
+        if not text.startswith("(", start):
+            m = _ARRAY_AT.match(text, start)
+            if not m:
+                raise ShapeError(f"expects a shape, not {text[start:start + 20]!r}", start)
+            self.pos = m.end()
+            try:
+                return parse_array_shape(m.group(0))
+            except ShapeError as e:
+                raise e.shifted(start) from None
+        self.pos += 1
+        elements: list[Shape] = []
+        self.skip_blanks()
+        if text.startswith(")", self.pos):
+            self.pos += 1
+            return tuple_shape(elements)
+        while True:
+            elements.append(self.shape(depth + 1))
+            self.skip_blanks()
+            if text.startswith(")", self.pos):
+                self.pos += 1
+                return tuple_shape(elements)
+            if not text.startswith(",", self.pos):
+                raise ShapeError("expects ',' or ')' in the tuple shape", self.pos)
+            self.pos += 1
