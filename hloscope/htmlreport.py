@@ -62,6 +62,7 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
             "output_bytes": result.output_bytes,
             "alias_bytes": result.alias_bytes,
             "peak_bytes": result.peak_bytes,
+            "total_bytes": result.total_bytes,
         },
         "steps": list(result.steps),
         # Stacked bottom to top.
@@ -525,7 +526,8 @@ _SCRIPT = r"""
     figs.appendChild(figure("arguments", f.argument_bytes));
     figs.appendChild(figure("outputs", f.output_bytes));
     figs.appendChild(figure("aliased", f.alias_bytes));
-    figs.appendChild(figure("device total (peak_bytes)", f.peak_bytes, "args + outs − aliased + temp"));
+    figs.appendChild(figure("device total", f.total_bytes, "args + outs − aliased + temp"));
+    figs.appendChild(figure("XLA's peak (peak_bytes)", f.peak_bytes, "largest static buffers + most heap live"));
     sec.appendChild(figs);
 
     const controls = el("div", {class: "controls"});

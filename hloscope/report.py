@@ -472,7 +472,34 @@ def diff_report(d, top: int = 5) -> list:
     ga, gb = d.a.gathers, d.b.gathers
     out.append(Text(f"held all-gathers: A {len(ga.held)} ({human_bytes(ga.held_bytes_at_peak)} at its peak), "
                     f"B {len(gb.held)} ({human_bytes(gb.held_bytes_at_peak)} at its peak)"))
+    trade = d.trade()
+    if trade is not None:
+        out.append(Text(trade_sentence(d, trade)))
+        for side in ("a", "b"):
+            if trade[side]["recomputed"]:
+                out.append(Text(f"recomputed in {side.upper()}: {', '.join(trade[side]['recomputed'][:5])}"
+                                + (", ..." if len(trade[side]["recomputed"]) > 5 else "")))
     return out
+
+
+def _percent(new: int, old: int) -> str:
+    if old == 0:
+        return "n/a" if new == 0 else "new"
+    return f"{100 * (new - old) / old:+.0f}%"
+
+
+def trade_sentence(d, trade) -> str:
+    """The price of the memory change: `B saves 3.6 MiB of temp and runs +31% FLOPs (recomputing
+    2.1 GFLOP), +0% bytes accessed, +100% collective bytes per step`."""
+    a, b = trade["a"], trade["b"]
+    delta = d.delta_temp_bytes
+    verb = f"saves {human_bytes(-delta)} of temp" if delta < 0 else f"needs {human_bytes(delta)} more temp"
+    recompute = b["recompute_flops"] - a["recompute_flops"]
+    why = f" (recomputing {human_flops(b['recompute_flops'])})" if recompute > 0 else ""
+    return (f"trade: {d.names[1]} {verb} and runs {_percent(b['flops'], a['flops'])} FLOPs{why}, "
+            f"{_percent(b['bytes_accessed'], a['bytes_accessed'])} bytes accessed, "
+            f"{_percent(b['collective_bytes'], a['collective_bytes'])} collective bytes per step "
+            f"(× loop trip counts)")
 
 
 def _signed(n: int) -> str:

@@ -203,3 +203,18 @@ def test_two_dump_directories_are_compared_module_by_module(tmp_path):
     res = CliRunner().invoke(cli, ["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
     assert res.exit_code == 0
     assert json.loads(res.output[res.output.index("{"):])["name"] == "jit_train_step"
+
+
+@pytest.mark.parametrize("plain,remat", [("cpu_hsdp_accum1", "cpu_remat_full"), ("cpu_remat_dots", "cpu_remat_full"),
+                                         ("tpu_hsdp_accum1", "tpu_remat_full")])
+def test_the_diff_prices_a_remat_change(plain, remat):
+    """The memory change comes with its price: the FLOP increase against XLA's own
+    cost_analysis() of the two (loop-free) compilations within 2%, and the recomputed ops of
+    the remat side."""
+    d = hloscope.diff(_load(plain), _load(remat))
+    trade = d.to_dict()["cost"]
+    xla = {n: json.loads((FIXTURES / n / "cost_analysis.json").read_text())["flops"] for n in (plain, remat)}
+    xla_increase = xla[remat] - xla[plain]
+    assert abs(trade["delta_flops"] - xla_increase) <= 0.02 * abs(xla_increase), (trade["delta_flops"], xla_increase)
+    assert trade["b"]["recompute_flops"] > trade["a"]["recompute_flops"]
+    assert trade["b"]["recomputed"]

@@ -31,8 +31,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 VIEWPORT = {"width": 1280, "height": 1000}
 FIXTURE = FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt"
 
-# Written by hand: a broadcast made wide, used by a reduce, with metadata on each step; one
-# op_name holds "</script>", which must reach the page as text, not end its script.
+# Written by hand: a broadcast made wide, used by a reduce, with metadata on each step; the
+# op_name of the buffer live at the peak holds "</script>", which must reach the page as text,
+# not end its script.
 SMALL = """\
 HloModule small_step, is_scheduled=true, entry_computation_layout={(f32[256]{0})->f32[]}
 
@@ -45,8 +46,8 @@ HloModule small_step, is_scheduled=true, entry_computation_layout={(f32[256]{0})
 ENTRY %main (x: f32[256]) -> f32[] {
   %x = f32[256]{0} parameter(0)
   %e = f32[256]{0} exponential(%x), metadata={op_name="jit(step)/exp" source_file="step.py" source_line=3}
-  %wide = f32[64,256]{1,0} broadcast(%e), dimensions={1}, metadata={op_name="jit(step)/broadcast_in_dim" source_file="step.py" source_line=4}
-  %t = f32[64,256]{1,0} tanh(%wide), metadata={op_name="jit(step)/</script><b>tanh" source_file="step.py" source_line=5}
+  %wide = f32[64,256]{1,0} broadcast(%e), dimensions={1}, metadata={op_name="jit(step)/</script><b>broadcast_in_dim" source_file="step.py" source_line=4}
+  %t = f32[64,256]{1,0} tanh(%wide), metadata={op_name="jit(step)/tanh" source_file="step.py" source_line=5}
   %zero = f32[] constant(0)
   %r = f32[] reduce(%t, %zero), dimensions={0,1}, to_apply=%add, metadata={op_name="jit(step)/reduce_sum" source_file="step.py" source_line=6}
   %n = f32[256]{0} negate(%e), metadata={op_name="jit(step)/neg" source_file="step.py" source_line=7}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
+from .cost import CostResult
 from .gathers import GathersResult
 from .match import match_buffers
 from .memory import MemoryAnalysis
@@ -49,6 +50,7 @@ class Side:
     roles: RolesAtPeak
     collectives: CollectivesResult
     gathers: GathersResult
+    cost: CostResult | None = None
     label: str = ""
 
 
@@ -105,6 +107,22 @@ class DiffResult:
                              "a_dynamic_bytes": ta.dynamic_bytes, "b_dynamic_bytes": tb.dynamic_bytes}
         return out
 
+    def trade(self) -> dict[str, Any] | None:
+        """What the memory change costs: FLOPs (the recomputed ones apart), bytes accessed and
+        collective bytes per step on each side (× loop trip counts), None without costs."""
+        a, b = self.a.cost, self.b.cost
+        if a is None or b is None:
+            return None
+
+        def one(c: CostResult) -> dict[str, Any]:
+            return {"flops": c.flops, "recompute_flops": c.recompute_flops, "bytes_accessed": c.bytes_accessed,
+                    "collective_bytes": c.collective_bytes, "collective_bytes_by_kind": dict(c.collective_bytes_by_kind),
+                    "recomputed": [i.instruction for i in c.recomputed[:10]]}
+
+        return {"a": one(a), "b": one(b), "delta_flops": b.flops - a.flops,
+                "delta_bytes_accessed": b.bytes_accessed - a.bytes_accessed,
+                "delta_collective_bytes": b.collective_bytes - a.collective_bytes}
+
     def to_dict(self) -> dict[str, Any]:
         def held(g: GathersResult) -> dict[str, Any]:
             return {"count": len(g.held), "held_bytes": g.held_bytes, "held_bytes_at_peak": g.held_bytes_at_peak,
@@ -121,6 +139,7 @@ class DiffResult:
             "peaks": {"a": self.a.memory.peak_at, "b": self.b.memory.peak_at},
             "collectives": self.collectives_delta(),
             "held_gathers": {"a": held(self.a.gathers), "b": held(self.b.gathers)},
+            "cost": self.trade(),
         }
 
 

@@ -8,10 +8,10 @@ from .module import Module
 
 
 def side(module: Module, label: str = "") -> Side:
-    """Everything the diff reads of one module (its memory, roles at the peak, collectives and
-    held gathers; one memory model serves them all)."""
+    """Everything the diff reads of one module (its memory, roles at the peak, collectives,
+    held gathers and cost; one memory model serves the memory analyses)."""
     return Side(memory=module.memory(), roles=module.roles(), collectives=module.collectives(),
-                gathers=module.held_gathers(), label=label)
+                gathers=module.held_gathers(), cost=module.cost(), label=label)
 
 
 def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
