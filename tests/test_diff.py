@@ -31,6 +31,8 @@ PAIRS = [
     ("cpu_fsdp", "cpu_hsdp_accum1"),          # FSDP vs HSDP
     ("cpu_hsdp_accum1", "cpu_remat_full"),    # with and without jax.checkpoint
     ("gpu_hsdp_large_accum1", "gpu_hsdp_large_accum2"),  # the real-scale H100 step
+    ("gpu_remat_full", "gpu_remat_dots"),     # two remat policies, H100
+    ("gpu_fsdp", "gpu_hsdp_accum1"),          # FSDP vs HSDP, H100
 ]
 # TPU pairs are left out of the gap: libtpu's temp_size_in_bytes adds an amount the text does
 # not determine, and hloscope reports TPU temp as a lower bound (tests/test_memory.py).
@@ -50,7 +52,15 @@ def diffs():
     return {(a, b): hloscope.diff(_load(a), _load(b)) for a, b in PAIRS}
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
+# The H100 FSDP vs HSDP gap is 16 KiB, 0.7% of either side's temp: smaller than what packing
+# tie-breaks leave between hloscope's temp and XLA's on gpu_hsdp_accum1 (+1.1%), so 2% of the
+# gap cannot hold there. Kept as a strict expected failure, to be seen, not hidden.
+_GAP_BELOW_TEMP_ACCURACY = {("gpu_fsdp", "gpu_hsdp_accum1")}
+
+
+@pytest.mark.parametrize("pair", [pytest.param(p, marks=pytest.mark.xfail(
+    strict=True, reason="gap smaller than hloscope's temp accuracy on these fixtures"))
+    if p in _GAP_BELOW_TEMP_ACCURACY else p for p in PAIRS], ids="-vs-".join)
 def test_the_gap_is_xlas(pair, diffs):
     d = diffs[pair]
     xla = _xla_temp(pair[1]) - _xla_temp(pair[0])
