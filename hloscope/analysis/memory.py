@@ -192,7 +192,8 @@ class _Allocation:
     the next, so their ends come in the same order, and the ones meeting an interval are
     found by a bisection and a short walk back."""
 
-    __slots__ = ("kind", "live_out", "ranges", "reusable", "size", "space", "span", "starts", "values")
+    __slots__ = ("bit", "ends_ordered", "kind", "live_out", "ranges", "reusable", "size", "space", "span",
+                 "starts", "values")
 
     def __init__(self, size: int, space: int, kind: str, live_out: bool, reusable: bool):
         self.size, self.space, self.kind, self.live_out, self.reusable = size, space, kind, live_out, reusable
@@ -200,6 +201,11 @@ class _Allocation:
         self.ranges: list[tuple[int, int, int, Value]] = []
         self.starts: list[int] = []
         self.span = (1 << 62, -1)
+        self.bit = 0
+        """`1 << i` for the i-th reusable allocation (its bit in `_BusyIndex`), else 0."""
+        self.ends_ordered = True
+        """Whether the ends do come in start order, so that `meeting` sees every value (the
+        values of one buffer, put in together, may nest)."""
 
     def add(self, vs: list[Value], ranges) -> None:
         for v in vs:
@@ -208,6 +214,8 @@ class _Allocation:
             if r is None:
                 continue
             k = bisect.bisect_right(self.ranges, (r[0], r[1], v.id))
+            if (k and self.ranges[k - 1][1] > r[1]) or (k < len(self.ranges) and self.ranges[k][1] < r[1]):
+                self.ends_ordered = False
             self.ranges.insert(k, (r[0], r[1], v.id, v))
             self.starts.insert(k, r[0])
             self.span = (min(self.span[0], r[0]), max(self.span[1], r[1]))
@@ -221,6 +229,54 @@ class _Allocation:
             out.append(ranges[k])
             k -= 1
         return out
+
+
+class _BusyIndex:
+    """The reusable allocations holding a value live over a step, as the bits of one int
+    (`_Allocation.bit`), for all of them at once: XLA tries every donated argument's and
+    output's allocation for every temp buffer, millions of `fits` on a real-scale step,
+    nearly all refused because the allocation is busy then; asked here first, only the
+    allocations free at both ends of the buffer's live range are tried one by one.
+
+    Steps are doubled: a value live over `[s, e]` marks `2s+1 .. 2e-1`, so a range asked at
+    its ends (`2s+1` and `2e-1`, a one-step range at `2s`) finds the values it overlaps at
+    more than the step where one ends and the other begins, which `fits` always refuses; a
+    value within the range, or live at one step, is left for `fits` to find. A segment tree
+    of bit masks: marking a range ORs its bit into O(log n) nodes, a step ORs its path up."""
+
+    __slots__ = ("cover", "n")
+
+    def __init__(self, last_step: int):
+        # A power of two: the paths up from two steps join, and are walked once from there.
+        self.n = 1 << (2 * last_step + 2).bit_length()
+        self.cover = [0] * (2 * self.n)
+
+    def mark(self, bit: int, s: int, e: int) -> None:
+        cover = self.cover
+        lo, hi = self.n + 2 * s + 1, self.n + 2 * e
+        while lo < hi:
+            if lo & 1:
+                cover[lo] |= bit
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cover[hi] |= bit
+            lo >>= 1
+            hi >>= 1
+
+    def at_ends(self, s: int, e: int) -> int:
+        """The bits busy at the ends of `[s, e]`."""
+        cover = self.cover
+        x, y = (self.n + 2 * s + 1, self.n + 2 * e - 1) if s < e else (self.n + 2 * s,) * 2
+        bits = 0
+        while x != y:
+            bits |= cover[x] | cover[y]
+            x >>= 1
+            y >>= 1
+        while x:
+            bits |= cover[x]
+            x >>= 1
+        return bits
 
 
 class _Assigner:
@@ -239,6 +295,9 @@ class _Assigner:
 
         donated p [pppppp]..........[oooo]  (p, then the new value o returned in its place)
         temp x            [xxxxxxx]         → into p's allocation: its time is free there
+
+    Which of the donated and output allocations are worth a `fits` is asked of a
+    `_BusyIndex` first, which only leaves out the ones `fits` refuses (see there).
     """
 
     def __init__(self, df: Dataflow, live: LiveRanges, may_share, platform: str):
@@ -249,6 +308,14 @@ class _Assigner:
         self.of_buffer: dict[int, _Allocation] = {}
         self.reusable_order: list[_Allocation] = []
         self.temp: list[int] = []
+        self.busy = _BusyIndex(max((r[1] for r in self.ranges.values()), default=0))
+        self.in_space: dict[int, int] = {}
+        """The bits of the reusable allocations of each memory space."""
+        self.of_size: dict[tuple[int, int], int] = {}
+        """... and of each space and size, the only ones an output may go to."""
+        self.unindexed = 0
+        """Bits of the allocations `meeting` may not see whole, which `_BusyIndex` may thus
+        refuse where `fits` would not: always tried."""
 
     def run(self) -> None:
         df = self.df
@@ -277,9 +344,7 @@ class _Assigner:
             inst = v.instruction
             if inst.opcode == "parameter" and inst.computation is entry:
                 has_alias = (inst.parameter_number, v.index) in aliased
-                a = self.new(b, size, space, "parameter", live_out, has_alias)
-                if has_alias:
-                    self.reusable_order.append(a)
+                self.new(b, size, space, "parameter", live_out, has_alias)
                 return
         if any(v.shape.is_tuple for v in vs):
             # A tuple's pointer table goes to the heap (or an allocation of its own when
@@ -297,18 +362,41 @@ class _Assigner:
                         if a is not None and self.fits(a, b, size, space, live_out):
                             self.put(a, b)
                             return
-        for a in reversed(self.reusable_order):
+        # The reusable allocations from the last made on, as XLA tries them.
+        tries = self.of_size.get((space, size), 0) if live_out else self.in_space.get(space, 0)
+        if tries:
+            tries &= ~self.busy_over(vs) | self.unindexed
+        while tries:
+            i = tries.bit_length() - 1
+            tries ^= 1 << i
+            a = self.reusable_order[i]
             if self.fits(a, b, size, space, live_out):
                 self.put(a, b)
                 return
         if not live_out:
             self.temp.append(b)
             return
-        self.reusable_order.append(self.new(b, size, space, "output", True, True))
+        self.new(b, size, space, "output", True, True)
+
+    def busy_over(self, vs: list[Value]) -> int:
+        """The reusable allocations `fits` refuses for these values for being busy then."""
+        busy, ranges = self.busy, self.ranges
+        bits = 0
+        for v in vs:
+            r = ranges.get(v)
+            if r is None:
+                return -1
+            bits |= busy.at_ends(r[0], r[1])
+        return bits
 
     def new(self, b: int, size: int, space: int, kind: str, live_out: bool, reusable: bool) -> _Allocation:
         a = _Allocation(size, space, kind, live_out, reusable)
         self.allocations.append(a)
+        if reusable:
+            a.bit = 1 << len(self.reusable_order)
+            self.reusable_order.append(a)
+            self.in_space[space] = self.in_space.get(space, 0) | a.bit
+            self.of_size[space, size] = self.of_size.get((space, size), 0) | a.bit
         self.put(a, b)
         return a
 
@@ -317,6 +405,13 @@ class _Assigner:
         if b in self.df.live_out:
             a.live_out = True
         self.of_buffer[b] = a
+        if a.bit:
+            for v in self.df.buffers[b]:
+                r = self.ranges.get(v)
+                if r is not None:
+                    self.busy.mark(a.bit, r[0], r[1])
+            if not a.ends_ordered:
+                self.unindexed |= a.bit
 
     def fits(self, a: _Allocation, b: int, size: int, space: int, live_out: bool) -> bool:
         """XLA MaybeAssignBuffer."""
