@@ -381,6 +381,12 @@ def test_gpu_fusion_hint_shares_across_shapes():
 
 FUSED = """HloModule m, is_scheduled=true
 
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
 fused {
   p0 = bf16[64,64]{1,0} parameter(0)
   p1 = bf16[64,64]{1,0} parameter(1)
@@ -394,11 +400,6 @@ fused {
   ROOT t = (f32[2,32]{1,0}, bf16[2,32,64]{2,1,0}) tuple(r, a)
 }
 
-sum {
-  x = f32[] parameter(0)
-  y = f32[] parameter(1)
-  ROOT s = f32[] add(x, y)
-}
 
 ENTRY e {
   q0 = bf16[64,64]{1,0} parameter(0)

@@ -66,7 +66,7 @@ def inferred_trip_count(loop: Instruction, callers: Callable[[str], list] | None
             return None
         update = _scalar(root.operands[index], _Frame(body.parameters[0], index))
         init = _element(loop.operands[0], index, _Frame(None, index, callers=callers))
-    except (_NotScalar, IndexError, AttributeError, TypeError):
+    except (_NotScalar, IndexError, AttributeError, TypeError, RecursionError):
         return None
     if not isinstance(update, _Linear) or update.a != 1 or not isinstance(init, int):
         return None

@@ -277,7 +277,7 @@ class _Builder:
         self.define_all(inst)
 
     def rule_parameter(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
-        if params is None:
+        if params is None or (inst.parameter_number or 0) >= len(params):  # a caller passing fewer
             self.define_all(inst)
         else:
             self.forward(inst, params[inst.parameter_number or 0])
@@ -306,7 +306,11 @@ class _Builder:
         self.run_while(inst)
 
     def rule_call(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
-        callee = scheduled_callees(inst)[0]
+        called = scheduled_callees(inst)
+        if not called:
+            self.define_all(inst)
+            return
+        callee = called[0]
         self.run_computation(callee, [self.sets[o] for o in inst.operands])
         self.forward(inst, self.sets[callee.root])
 
@@ -318,7 +322,7 @@ class _Builder:
         self.define_all(inst)
         for idx, v in self.sets[inst].items():
             v.is_phi = True
-            self.while_links.append((v, *[self.sets[b.root][idx] for b in branches]))
+            self.while_links.append((v, *[r for b in branches if (r := self.sets[b.root].get(idx)) is not None]))
 
     def rule_done(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
         if not inst.operands:
@@ -331,6 +335,9 @@ class _Builder:
             self.sets[inst][()] = self.new(inst, (), inst.shape)
 
     def rule_copy_start(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        if not inst.shape.tuple_shapes or not inst.operands:  # not (destination, source, ...)
+            self.define_all(inst)
+            return
         self.sets[inst] = {(): self.new(inst, (), inst.shape),
                            (0,): self.new(inst, (0,), inst.shape.at((0,)))}
         self.forward(inst, self.sets[inst.operands[0]], (1,))
@@ -339,7 +346,7 @@ class _Builder:
                 self.sets[inst][idx] = self.new(inst, idx, sub)
 
     def rule_async_start(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
-        if inst.shape.is_tuple:
+        if inst.shape.tuple_shapes:
             self.run_async_start(inst, info)
         else:
             self.define_all(inst)
@@ -376,15 +383,22 @@ class _Builder:
 
     def run_while(self, inst: Instruction) -> None:
         cond, body = loop_parts(inst)
+        if body is None or not inst.operands:
+            self.define_all(inst)
+            return
         init = self.sets[inst.operands[0]]
         # Phi values at every index of the state, at the condition parameter, the body
         # parameter and the while itself; resolved after the body is known.
         cond_param = cond.parameters[0] if cond and cond.parameters else None
-        body_param = body.parameters[0]
+        body_param = body.parameters[0] if body.parameters else None
         phis = {idx: (self.new(cond_param, idx, sub, True) if cond_param is not None else None,
-                      self.new(body_param, idx, sub, True),
+                      self.new(body_param, idx, sub, True) if body_param is not None else None,
                       self.new(inst, idx, sub, True))
                 for idx, sub in _indices(inst.shape)}
+        if any(idx not in init for idx in phis):
+            # A state whose shape is not the loop's (XLA's verifier refuses it): what it lacks
+            # is taken as defined by the loop.
+            init = {idx: init.get(idx) or self.new(inst, idx, inst.shape.at(idx)) for idx in phis}
         self.run_computation(cond, [{i: p[0] for i, p in phis.items()}]) if cond else None
         self.run_computation(body, [{i: p[1] for i, p in phis.items()}])
         root = self.sets[body.root]
@@ -462,20 +476,27 @@ def _in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | N
         roots = [((n,), operand(root, n)) for n in range(len(root.operands))]
     out = []
     for oi, r in roots:
-        while r is not None and r.opcode == "bitcast" and r.operands:
-            r = operand(r, 0)
+        r = _through_bitcasts(r, operand)
         if r is None:
             return None
         k = r.info.in_place_operand
         if k is not None and k < len(r.operands):
-            p = operand(r, k)
-            while p is not None and p.opcode == "bitcast" and p.operands:
-                p = operand(p, 0)
+            p = _through_bitcasts(operand(r, k), operand)
             if p is None:
                 return None
             if p.opcode == "parameter":
                 out.append((oi, p.parameter_number or 0, ()))
     return out
+
+
+def _through_bitcasts(inst, operand):
+    """The first non-bitcast down a chain of bitcasts' operands; None when `operand` cannot
+    say, or the chain does not end (a bitcast of itself: text a read would refuse)."""
+    for _ in range(1 << 16):
+        if inst is None or inst.opcode != "bitcast" or not inst.operands:
+            return inst
+        inst = operand(inst, 0)
+    return None
 
 
 def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:

@@ -67,6 +67,7 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
         if comp in span:
             return
         start = len(steps)
+        span[comp] = (start, start)  # entered: a computation that calls itself is not entered again
         for inst in comp.instructions:
             info = opinfo(inst.opcode)
             if info.runs_callees:

@@ -11,6 +11,7 @@ specification alone: the fast grammar's coarse tokens only add callbacks of thei
 
 from __future__ import annotations
 
+import bisect
 import functools
 import gc
 import re
@@ -26,8 +27,12 @@ from ..ir.attributes import (
     COMPUTATION_ATTRIBUTES,
     AliasSyntaxError,
     Attributes,
+    AttributeValueError,
     decode_input_output_alias,
+    decode_int,
     decode_names,
+    decode_replica_groups,
+    input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import (
@@ -98,7 +103,7 @@ _TOKEN_WORDS = {
 class _Op:
     """An operation while its instruction is being built: opcode, operand refs, literal."""
 
-    __slots__ = ("opcode", "operands", "literal", "nested", "token")
+    __slots__ = ("literal", "nested", "opcode", "operands", "token")
 
     def __init__(self, opcode, operands, literal, nested, token):
         self.opcode = opcode
@@ -147,7 +152,7 @@ class Builder(Transformer):
         try:
             return parse_array_shape(str(item))
         except ShapeError as e:
-            raise HloSyntaxError(str(e), item.line, item.column) from None
+            raise HloSyntaxError(str(e), *_place(str(item), 0, e.offset, item.line, item.column)) from None
 
     def tuple_shape(self, children):
         return tuple_shape([self._shape(c) for c in children])
@@ -322,7 +327,7 @@ class Builder(Transformer):
         instructions, _ = _split_body(children)
         token = Token("NAME", "_", line=1, column=1)
         comp = _finish_computation(token, instructions, False, Attributes(()), None)
-        comp.text_name = f"_ inline {id(comp)}"  # cannot clash with a name in the text
+        comp.text_name = f"{_INLINE_NAME}{id(comp)}"  # cannot clash with a name in the text
         return self._with_inline(comp)
 
     def _with_inline(self, comp):
@@ -369,6 +374,10 @@ class Builder(Transformer):
 
     def start(self, children):
         return children
+
+
+_INLINE_NAME = "_ inline "
+"""How the name of a computation written inline starts (no name in a text can)."""
 
 
 class Unfinished(NamedTuple):
@@ -467,6 +476,100 @@ _INLINE_CALLEE = re.compile(r"(?:" + "|".join(COMPUTATION_ATTRIBUTES) + r")=\s*\
 _SPACE_THEN_BRACE = re.compile(r"\s*\{")
 
 
+def callee_references(text: str) -> list[tuple[int, int]]:
+    """`(where the value starts, k)` for every `COMPUTATION_ATTRIBUTES[k]=` in `text`, in text
+    order: candidates, `check_references` decides which are attributes. A search per name,
+    for the reason `_has_inline_callee` gives."""
+    hits = []
+    for k, name in enumerate(COMPUTATION_ATTRIBUTES):
+        key = name + "="
+        i = text.find(key)
+        while i >= 0:
+            i += len(key)
+            hits.append((i, k))
+            i = text.find(key, i)
+    hits.sort()
+    return hits
+
+
+# From a line's start, what lies outside strings and comments: plain characters (a `/` that
+# starts no comment), whole strings and whole `/*...*/` comments.
+_OUTSIDE_STRINGS = re.compile(
+    r"""(?:[^"'/\n]++|/(?![/*])|"(?:[^"\\\n]++|\\.)*+"|'(?:[^'\\\n]++|\\.)*+'|/\*(?:[^*\n]++|\*(?!/))*+\*/)*+""")
+_CALLEE_VALUE = re.compile(r"\s*(\{[^{}]*\}|%?[A-Za-z_][\w.\-]*)")
+# A computation written in place: braces holding an instruction (`name = ...`), as the
+# builder reads them (`Builder._inline_callees`); other braces hold names.
+_INLINE_VALUE = re.compile(r"\s*\{[^{}=]*=")
+
+
+def check_references(modules, text: str, hits: list[tuple[int, int]]) -> None:
+    """Every computation an attribute names (`calls=%f`, `to_apply=add`, `body=`, ...) is one
+    of its module's, defined before the computation that names it, as XLA's parser requires
+    (so no computation calls itself, directly or not). `hits`: `callee_references(text)`.
+    Checked on the text, once per parse, lazily read bodies included: references are the
+    structure every command starts from."""
+    heads: list[tuple[int, int, int]] = []  # (header line, module, index in the module), text order
+    index: list[dict[str, int]] = []
+    for mi, module in enumerate(modules):
+        names: dict[str, int] = {}
+        for ci, comp in enumerate(module.computations):
+            names.setdefault(comp.text_name, ci)
+            if not comp.text_name.startswith(_INLINE_NAME):
+                heads.append((comp.line, mi, ci))
+        index.append(names)
+    lines = [h[0] for h in heads]
+    line, counted = 1, 0
+    first_comment = None
+    for at, k in hits:
+        key_at = at - len(COMPUTATION_ATTRIBUTES[k]) - 1
+        if not _is_attribute_key(text, key_at) or _INLINE_VALUE.match(text, at):
+            continue  # not an attribute, or a computation written in place
+        if first_comment is None:
+            first_comment = text.find("/*")
+        line_start = text.rfind("\n", 0, at) + 1
+        if 0 <= first_comment < line_start:
+            opened = text.rfind("/*", first_comment, line_start)
+            if text.find("*/", opened + 2, line_start) < 0:
+                continue  # inside a comment begun on an earlier line (XLA prints none)
+        line += text.count("\n", counted, at)
+        counted = at
+        h = bisect.bisect_right(lines, line) - 1
+        if h < 0:
+            continue
+        _, mi, ci = heads[h]
+        value = _CALLEE_VALUE.match(text, at)
+        if value is None:
+            raise HloSyntaxError(f"expects a computation name after '{COMPUTATION_ATTRIBUTES[k]}='", line,
+                                 at - line_start + 1)
+        written = value.group(1)
+        for name in decode_names(written) if written[0] == "{" else (written.lstrip("%"),):
+            j = index[mi].get(name)
+            if j is not None and j < ci:
+                continue
+            comp_name = modules[mi].computations[ci].text_name
+            if j is None:
+                message = f"computation '{name}' is not defined"
+            elif j == ci:
+                message = f"computation '{name}' calls itself"
+            else:
+                message = f"computation '{name}' is used before it is defined (in '{comp_name}')"
+            found = re.search(r"%?" + re.escape(name) + r"(?![\w.\-])", written)
+            column = value.start(1) + (found.start() if found else 0) - line_start + 1
+            raise HloSyntaxError(message, line, column)
+
+
+def _is_attribute_key(text: str, at: int) -> bool:
+    """Whether the name starting at `at` is an attribute's: after `,` and blanks, and not
+    inside a string."""
+    i = at - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    if i < 0 or text[i] != ",":
+        return False
+    line_start = text.rfind("\n", 0, at) + 1
+    return _OUTSIDE_STRINGS.match(text, line_start, at).end() == at
+
+
 def _has_inline_callee(text: str, start: int = 0, end: int | None = None) -> bool:
     """`_INLINE_CALLEE.search(text, start, end)` found something. Over a whole file the
     regex (an alternation, so no literal to skip ahead by) runs at ~50 MB/s; finding each
@@ -489,7 +592,17 @@ _LAYOUTS = re.compile(r"\{(?:[^{}]|\{[^{}]*\})*\}")
 def _split_instruction(text: str, line: int, column: int) -> Instruction:
     """An Instruction from the text of one INSTRUCTION token that starts at line:column."""
     m = _cuts().parts.match(text)
+    if m is None:  # cannot happen for text the INSTRUCTION terminal matched
+        raise HloSyntaxError("malformed instruction", line, column)
     return _instruction_of(m, text[m.end():], line, column)
+
+
+def _place(text: str, start: int, at: int, line: int, column: int) -> tuple[int, int]:
+    """(line, column) of `text[at]`, when `text[start]` is at line:column."""
+    newlines = text.count("\n", start, at)
+    if not newlines:
+        return line, column + at - start
+    return line + newlines, at - text.rfind("\n", start, at)
 
 
 def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Instruction:
@@ -499,7 +612,7 @@ def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Inst
     try:
         shape = parse_shape(shape_text)
     except ShapeError as e:
-        raise HloSyntaxError(str(e), line, column + m.start(3) - _start_of(m)) from None
+        raise HloSyntaxError(str(e), *_place(m.string, _start_of(m), m.start(3) + e.offset, line, column)) from None
     opcode = opcode.rstrip()
     literal = None
     parameter_number = None
@@ -508,10 +621,11 @@ def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Inst
         literal = group[1:-1].strip()
         _check_literal(Token("LITERAL", group[1:-1], line=line, column=column + m.start(5) + 1 - _start_of(m)))
     elif opcode == "parameter":
-        try:
-            parameter_number = int(group[1:-1])
-        except ValueError:
-            raise HloSyntaxError("expects a parameter number", line, column + m.start(5) + 1 - _start_of(m)) from None
+        number = _PARAMETER_NUMBER.fullmatch(group, 1, len(group) - 1)
+        if number is None:
+            raise HloSyntaxError("expects a parameter number (N >= 0)",
+                                 *_place(m.string, _start_of(m), m.start(5) + 1, line, column)) from None
+        parameter_number = int(number.group(1))
     elif len(group) > 2:
         # Each operand ends in its name just before a comma or the closing parenthesis.
         inner = group[1:-1]
@@ -523,6 +637,9 @@ def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Inst
     inst.literal = literal
     inst.parameter_number = parameter_number
     return inst
+
+
+_PARAMETER_NUMBER = re.compile(r"\s*([0-9]+)\s*")
 
 
 def _start_of(m: re.Match[str]) -> int:
@@ -538,7 +655,7 @@ class LazyBody:
     """A computation's body as one BODY token, cut into instructions on demand. It is held
     as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
 
-    __slots__ = ("source", "start", "end", "line", "column")
+    __slots__ = ("column", "end", "line", "source", "start", "verdict")
 
     def __init__(self, source: str, start: int, end: int, line: int, column: int):
         self.source = source
@@ -547,6 +664,9 @@ class LazyBody:
         self.end = end
         self.line = line
         self.column = column
+        self.verdict: _Verdict | None = None
+        """What a full parse says of the module's unread bodies, shared by them (`_Verdict`);
+        None until the module is known."""
 
     @classmethod
     def of_token(cls, token, source: str | None, skip: int = 0, line: int | None = None,
@@ -565,7 +685,17 @@ class LazyBody:
         return self.source[self.start : self.end]
 
     def mentions(self, literal: str) -> bool:
+        """False only when `literal` is certainly not in the body. Unsure (True) while the
+        module's verdict is unknown or an error: the caller then reads the body, and the read
+        reports the error, as a full parse would have."""
+        if not self._sound():
+            return True
         return self.source.find(literal, self.start, self.end) >= 0
+
+    def _sound(self) -> bool:
+        """Whether the module's unread bodies are known to read without an error."""
+        verdict = self.verdict
+        return verdict is not None and verdict.sound()
 
     def lines(self):
         """(instruction text, line, column) of each instruction, in order.
@@ -578,6 +708,8 @@ class LazyBody:
             return self._exact_lines()
         text = self.text
         starts = [m.start() for m in _cuts().instruction_start.finditer(text)]
+        if not starts or text.count("\n", 0, starts[0]) != 1:
+            return self._exact_lines()  # the first instruction is not where a line starts one
         starts.append(len(text) - 1)  # the closing brace
         line = self.line + text.count("\n", 0, starts[0])
         pieces = []
@@ -601,7 +733,12 @@ class LazyBody:
         fast = self._instructions_by_line()
         if fast is not None:
             return fast
-        return [_split_instruction(t, ln, col) for t, ln, col in self.lines()]
+        pieces = self.lines()
+        if not all(_cuts().parts.match(t) for t, _, _ in pieces):
+            # A line that only looks like an instruction's start (inside a shape left open,
+            # `a = f32[` then the next line): cut exactly, by the INSTRUCTION terminal.
+            pieces = self._exact_lines()
+        return [_split_instruction(t, ln, col) for t, ln, col in pieces]
 
     def _instructions_by_line(self) -> list[Instruction] | None:
         """One `parts_line` match per line, or None when the matches do not tile the body
@@ -658,15 +795,34 @@ class LazyBody:
             line += 1
 
     def read(self, computation):
-        """(instructions, root) for a lazily loaded computation."""
+        """(instructions, root) for a lazily loaded computation. The first read of a body of
+        a module checks all its unread bodies first (`_Verdict`): the first error a full
+        parse would report is reported by whichever body is read."""
+        module = computation.module
+        if module is not None:
+            verdict = self.verdict or _Verdict.of(module)
+            if not verdict.sound():
+                raise verdict.error
+        return self._read(computation, users=True)
+
+    def check(self, computation):
+        """(instructions, root) as a read finds them, kept by nobody (no users are linked);
+        raises the read's HloSyntaxError."""
+        return self._read(computation, users=False)
+
+    def _read(self, computation, users: bool):
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             instructions = self.instructions()
-            root = _link(instructions, computation.name, computation.line)
+            root = _link(instructions, computation.name, computation.line, users)
+            _check_result(computation.signature, root, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module
-            raise attach_source(e, "\n" * (self.line - 1) + self.text,
+            # The whole text when the body is a span of it (the header's line too), else
+            # the body placed at its line.
+            whole = self.source.count("\n", 0, self.start) + 1 == self.line
+            raise attach_source(e, self.source if whole else "\n" * (self.line - 1) + self.text,
                                  module.source_path if module and module.source_path else "<string>") from None
         finally:
             if gc_was_enabled:
@@ -681,6 +837,8 @@ class LazyBody:
         """Single instructions of the body, each cut from its own line, without reading the
         rest; None where only a whole read is exact (see `_Peek`). An unread body holds no
         inline callee (the parse reads such bodies at once): no need to look for one."""
+        if not self._sound():
+            return None  # the read decides, or reports the error
         m = _ROOT_LINE.search(self.source, self.start, self.end)
         if m is None or _ROOT_LINE.search(self.source, m.end(), self.end) is not None:
             return None  # no ROOT, or two: the read reports it
@@ -781,9 +939,12 @@ def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> In
     inst = Instruction(name, op.opcode, shape, op.operands, Attributes([str(a) for a in attr_tokens]), line)
     if op.literal is not None:
         inst.literal = op.literal
-    elif op.operands and op.operands[0].__class__ is int:
+    elif any(o.__class__ is int for o in op.operands):
+        if op.opcode != "parameter" or len(op.operands) != 1:
+            raise _error_at(op_token, f"{op.opcode} takes instructions as operands, not numbers"
+                            if op.opcode != "parameter" else "parameter expects one number, parameter(N)")
         inst.parameter_number = op.operands[0]
-        inst.operands = [o for o in op.operands if o.__class__ is not int]
+        inst.operands = []
     return inst
 
 
@@ -796,17 +957,57 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
     if not instructions:
         raise _error_at(name_token, f"computation '{name}' has no instructions")
     root = _link(instructions, name, name_token.line)
+    _check_result(signature, root, name, name_token.line)
     comp = Computation(name, instructions, is_entry, root, attrs, name_token.line, signature)
     for inst in instructions:
         inst.computation = comp
     return comp
 
 
-def _link(instructions, name: str, line: int) -> Instruction:
-    """Resolve operand names within one computation, fill users, find the root."""
+def _link(instructions, name: str, line: int, users: bool = True) -> Instruction:
+    """Resolve operand names within one computation, fill users (unless `users` is False: a
+    check that keeps nothing), find the root; and check what XLA's parser checks of a
+    computation and of each instruction (`_RULES`). As in XLA, every operand and control
+    predecessor is defined before its use, which also rules out cycles."""
+    if not instructions:
+        raise HloSyntaxError(f"computation '{name}' has no instructions", line, 1)
     by_name: dict[str, Instruction] = {}
     root = None
+    numbers: dict[int, Instruction] = {}
+    rules = _RULES
     for inst in instructions:
+        ops = inst.operands
+        if ops:
+            resolved = []
+            for ref in ops:
+                if ref.__class__ is Instruction:
+                    resolved.append(ref)
+                    continue
+                target = by_name.get(ref.lstrip("%"))
+                if target is None:
+                    raise _undefined(ref, inst, instructions)
+                resolved.append(target)
+            inst.operands = resolved
+            if users:
+                for o in resolved:
+                    o.users.append(inst)
+        attributes = inst.attributes
+        if attributes.mentions("control-predecessors"):
+            control = attributes.get("control-predecessors")
+            if control is not None:
+                _check_control_predecessors(inst, control, by_name, instructions)
+        try:
+            rule = rules[inst.opcode]
+        except KeyError:
+            rule = rules[inst.opcode] = _rule_for(inst.opcode)
+        if rule is not None:
+            rule(inst)
+            if inst.opcode == "parameter":
+                number = inst.parameter_number
+                if number in numbers:
+                    raise _at_attribute(inst, f"parameter number {number} is taken by '{numbers[number].name}'",
+                                        "parameter(")
+                numbers[number] = inst
         if inst.nested:
             continue  # anonymous: named by the module-wide uniquer, never referred to by name
         if inst.name in by_name:
@@ -816,42 +1017,217 @@ def _link(instructions, name: str, line: int) -> Instruction:
             if root is not None:
                 raise HloSyntaxError("one computation should have only one ROOT", inst.line, 1)
             root = inst
-    for inst in instructions:
-        attributes = inst.attributes
-        if attributes.mentions("control-predecessors"):
-            control = attributes.get("control-predecessors")
-            if control is not None:
-                _check_control_predecessors(inst, control, by_name)
-        ops = inst.operands
-        if not ops:
-            continue
-        resolved = []
-        for ref in ops:
-            if ref.__class__ is Instruction:
-                resolved.append(ref)
-                continue
-            target = by_name.get(ref.lstrip("%"))
-            if target is None:
-                if getattr(ref, "line", None):
-                    raise _error_at(ref, f"instruction '{ref.lstrip('%')}' is not defined")
-                # From an INSTRUCTION token: the column is found in the source line later.
-                raise HloSyntaxError(f"instruction '{ref.lstrip('%')}' is not defined", inst.line, 0,
-                                     hint=ref)
-            resolved.append(target)
-        inst.operands = resolved
-        for o in resolved:
-            o.users.append(inst)
+    if numbers and len(numbers) - 1 != max(numbers):
+        missing = min(set(range(len(numbers))) - numbers.keys())
+        inst = numbers[max(numbers)]
+        raise _at_attribute(inst, f"parameter {max(numbers)} of '{name}' has no parameter {missing} before it",
+                            "parameter(")
     if root is None:
         root = instructions[-1]
         root.is_root = True
     return root
 
 
-def _check_control_predecessors(inst, value: str, by_name) -> None:
+def _check_result(signature, root: Instruction, name: str, line: int) -> None:
+    """The result shape a computation's header declares is its root's (up to layouts), as
+    XLA's parser requires."""
+    if signature is None:
+        return
+    if isinstance(signature, tuple):
+        declared = signature[1]
+    else:
+        written = signature.rpartition("->")[2].strip()
+        if written == root.shape.text:
+            return  # as XLA prints it: the same text
+        try:
+            declared = parse_shape(written)
+        except ShapeError as e:
+            raise HloSyntaxError(f"the result shape of '{name}': {e}", line, 0, hint_after="->",
+                                 hint_offset=e.offset) from None
+    if not _compatible(declared, root.shape):
+        raise HloSyntaxError(f"the header of '{name}' declares the result {declared}, its root '{root.name}' is "
+                             f"{root.shape}", line, 0, hint_after="->", hint_offset=1)
+
+
+def _compatible(a: Shape, b: Shape) -> bool:
+    """The same shape up to layouts (XLA ShapeUtil::Compatible); a shape left out (unknown)
+    is compatible with any. Shapes are interned, so each pair is compared once."""
+    if a is b:
+        return True
+    key = (a, b)
+    known = _COMPATIBLE.get(key)
+    if known is None:
+        if a.element_type == "unknown" or b.element_type == "unknown":
+            known = True
+        elif a.is_tuple or b.is_tuple:
+            known = (a.is_tuple and b.is_tuple and len(a.tuple_shapes) == len(b.tuple_shapes)
+                     and all(_compatible(x, y) for x, y in zip(a.tuple_shapes, b.tuple_shapes)))
+        else:
+            known = a.element_type == b.element_type and a.dimensions == b.dimensions
+        if len(_COMPATIBLE) < 1 << 16:
+            _COMPATIBLE[key] = known
+    return known
+
+
+_COMPATIBLE: dict[tuple[Shape, Shape], bool] = {}
+
+
+def _undefined(ref, inst: Instruction, instructions) -> HloSyntaxError:
+    """The error for an operand name not defined before `inst` uses it."""
+    wanted = ref.lstrip("%")
+    if wanted == inst.name and not inst.nested:
+        message = f"instruction '{wanted}' is its own operand"
+    elif any(i.name == wanted and not i.nested for i in instructions):
+        message = f"instruction '{wanted}' is used before it is defined"
+    else:
+        message = f"instruction '{wanted}' is not defined"
+    if getattr(ref, "line", None):
+        return _error_at(ref, message)
+    # From an INSTRUCTION token: the column is found in the source line later.
+    return HloSyntaxError(message, inst.line, 0, hint=str(ref))
+
+
+def _check_control_predecessors(inst, value: str, by_name, instructions) -> None:
     for ref in decode_names(value):
         if ref not in by_name:
             # The column is found in the source line (HloSyntaxError.hint), as for operands.
-            raise HloSyntaxError(f"instruction '{ref}' is not defined", inst.line, 0, hint=ref)
+            message = (f"control predecessor '{ref}' is used before it is defined"
+                       if any(i.name == ref for i in instructions) else f"instruction '{ref}' is not defined")
+            raise HloSyntaxError(message, inst.line, 0, hint=ref, hint_after="control-predecessors=")
+
+
+def _at_opcode(inst: Instruction, message: str) -> HloSyntaxError:
+    """An error pointing at `inst`'s opcode (found in the source line later)."""
+    return HloSyntaxError(message, inst.line, 0, hint_after=inst.opcode + "(", hint_offset=-len(inst.opcode) - 1)
+
+
+def _at_attribute(inst: Instruction, message: str, written: str, offset: int = 0) -> HloSyntaxError:
+    """An error pointing `offset` characters into what follows `written` (`channel_id=`)."""
+    return HloSyntaxError(message, inst.line, 0, hint_after=written, hint_offset=offset)
+
+
+def _one_callee(inst: Instruction, key: str) -> None:
+    tail = inst.attributes.tail
+    at = tail.find(key + "=") if tail else -1
+    if at > 0 and tail[at - 1] in ", \t" and tail[at + len(key) + 1:at + len(key) + 2] not in ("{", ",", ""):
+        return  # written, as one name (most instructions: no need to cut the attributes apart)
+    value = inst.attributes.uncached(key)
+    if value is None:
+        raise _at_opcode(inst, f"{inst.opcode} expects {key}=")
+    if len(decode_names(value)) != 1:
+        raise _at_attribute(inst, f"{key}= names one computation", key + "=")
+
+
+def _operand_count(inst: Instruction, expected: int, what: str) -> None:
+    if len(inst.operands) != expected:
+        # At the operand list's `(`, as XLA points.
+        raise _at_attribute(inst, f"{inst.opcode} expects {expected} operand{'s' if expected != 1 else ''} "
+                                  f"({what}), but has {len(inst.operands)}", inst.opcode + "(", -1)
+
+
+def _check_tuple(inst: Instruction) -> None:
+    if inst.shape.is_tuple:
+        _operand_count(inst, len(inst.shape.tuple_shapes), "one per element of its shape")
+
+
+def _check_while(inst: Instruction) -> None:
+    _operand_count(inst, 1, "the loop state")
+    _one_callee(inst, "condition")
+    _one_callee(inst, "body")
+
+
+def _check_conditional(inst: Instruction) -> None:
+    branches = inst.attributes.uncached("branch_computations")
+    if branches is not None:
+        count = len(decode_names(branches))
+        if count == 0:
+            raise _at_attribute(inst, "branch_computations= names no computation", "branch_computations=")
+    else:
+        _one_callee(inst, "true_computation")
+        _one_callee(inst, "false_computation")
+        count = 2
+    _operand_count(inst, count + 1, "the branch index, then one per branch")
+
+
+def _check_get_tuple_element(inst: Instruction) -> None:
+    if len(inst.operands) != 1:
+        _operand_count(inst, 1, "a tuple")
+    tail = inst.attributes.tail
+    first = _LEADING_INDEX.match(tail) if tail else None  # as XLA prints it, the first attribute
+    index = first.group(1) if first else inst.attributes.uncached("index")
+    if index is None:
+        raise _at_opcode(inst, "get-tuple-element expects index=")
+    if not _TUPLE_INDEX.fullmatch(index):
+        raise _at_attribute(inst, f"index= expects an integer, not {index[:20]!r}", "index=")
+    operand = inst.operands[0].shape
+    if operand.is_tuple and int(index) >= len(operand.tuple_shapes):
+        raise _at_attribute(inst, f"index={index} is not an element of {operand}", "index=")
+
+
+def _check_collective(inst: Instruction) -> None:
+    """The attributes the collectives analysis decodes, decoded once here as XLA reads them."""
+    attributes = inst.attributes
+    for key, decode in (("channel_id", decode_int), ("replica_groups", decode_replica_groups)):
+        value = attributes.uncached(key)
+        if value is not None:
+            try:
+                decode(value)
+            except AttributeValueError as e:
+                raise _at_attribute(inst, f"{key}: {e}", key + "=", e.offset + len(value) - len(value.lstrip())) from None
+
+
+def _check_parameter(inst: Instruction) -> None:
+    if inst.parameter_number is None or inst.parameter_number < 0 or inst.operands:
+        raise _at_opcode(inst, "parameter expects its number, parameter(N) with N >= 0")
+
+
+def _needs_calls(inst: Instruction) -> None:
+    _one_callee(inst, "calls")
+
+
+def _needs_to_apply(inst: Instruction) -> None:
+    _one_callee(inst, "to_apply")
+
+
+_TUPLE_INDEX = re.compile(r"[0-9]+")
+_LEADING_INDEX = re.compile(r",[ \t]*index=([0-9]+)(?=[,\s]|\Z)")
+
+
+def _rule_for(opcode: str):
+    """The check of one opcode's structure (None for most), from the opcode table's facts."""
+    op = opcodes.info(opcode)
+    checks = []
+    if opcode == "parameter":
+        checks.append(_check_parameter)
+    rule = op.value_rule
+    if rule == "while":
+        checks.append(_check_while)
+    elif rule == "call":
+        checks.append(_needs_to_apply)
+    elif rule == "conditional":
+        checks.append(_check_conditional)
+    elif rule == "tuple":
+        checks.append(_check_tuple)
+    elif rule == "element" and op.start_element is None:
+        checks.append(_check_get_tuple_element)
+    if op.calls_kind == "fused" or (op.canonical == "async-start" and not op.sugar):
+        checks.append(_needs_calls)
+    if op.collective is not None:
+        checks.append(_check_collective)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+
+    def check_all(inst: Instruction) -> None:
+        for check in checks:
+            check(inst)
+
+    return check_all
+
+
+_RULES: dict[str, object] = {}
+"""Each opcode's check (`_rule_for`), found on first sight of the opcode."""
 
 
 def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None) -> Module:
@@ -882,7 +1258,119 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"
-    return Module(name, Attributes([str(t) for t in attr_tokens]), comps, entry, tables)
+    module = Module(name, Attributes([str(t) for t in attr_tokens]), comps, entry, tables)
+    if entry.is_read:
+        _check_aliases(module, entry.instructions, entry.root, attr_tokens)
+    if not all(c.is_read for c in comps):
+        _Verdict.of(module)  # the entry's aliases are checked with its body, when it is
+    return module
+
+
+class _Verdict:
+    """What a full parse says of a lazily read module's unread bodies, shared by them and
+    found on the first question an analysis asks of one (`LazyBody.read`, `mentions`,
+    `peek`): each unread body is read as a read would read it, keeping nothing
+    (`LazyBody.check`), the entry's with the checks that need its body. The bodies of a
+    module that holds an error answer every question about their text as unsure, and a
+    read of any of them reports the first error in text order, the one a full parse reports:
+    a command that reads only some bodies gives the full parse's verdict all the same."""
+
+    __slots__ = ("error", "known", "module")
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.error: HloSyntaxError | None = None
+        self.known = False
+
+    @classmethod
+    def of(cls, module: Module) -> _Verdict:
+        """A verdict for `module`, shared by all its unread bodies."""
+        verdict = cls(module)
+        for c in module.computations:
+            body = c.body_source
+            if body.__class__ is LazyBody:
+                body.verdict = verdict
+        return verdict
+
+    def sound(self) -> bool:
+        """Whether every unread body reads without an error (found once)."""
+        if not self.known:
+            self.known = True
+            self.error = self._first_error()
+        return self.error is None
+
+    def _first_error(self) -> HloSyntaxError | None:
+        module = self.module
+        for comp in module.computations:
+            body = comp.body_source
+            if comp.is_read or body.__class__ is not LazyBody:
+                continue  # a read computation was checked by its read
+            try:
+                instructions, root = body.check(comp)
+                if comp is module.entry:
+                    _check_aliases(module, instructions, root)
+            except HloSyntaxError as e:
+                return e
+        return None
+
+
+def _check_aliases(module: Module, instructions, root: Instruction, attr_tokens=None) -> None:
+    """input_output_alias names entry parameters, and indices of their shapes and of the
+    entry's result, that exist (XLA checks the output side; the memory analysis needs both).
+    The error points into the header's attribute: its token when `attr_tokens` are given,
+    else where the text of the entry's module says it."""
+    value = module.attributes.get("input_output_alias")
+    if value is None:
+        return
+    params = {i.parameter_number: i for i in instructions if i.opcode == "parameter"}
+    offsets = input_output_alias_offsets(value)
+    for alias, offset in zip(decode_input_output_alias(value), offsets):
+        param = params.get(alias.parameter)
+        if param is None:
+            problem = f"input_output_alias: the entry has no parameter {alias.parameter}"
+        elif not _is_index_of(param.shape, alias.parameter_index):
+            problem = (f"input_output_alias: {{{','.join(map(str, alias.parameter_index))}}} is not an index of "
+                       f"parameter {alias.parameter}'s shape {param.shape}")
+        elif not _is_index_of(root.shape, alias.output_index):
+            problem = (f"input_output_alias: {{{','.join(map(str, alias.output_index))}}} is not an index of the "
+                       f"entry's result shape {root.shape}")
+        else:
+            continue
+        raise _header_error(module, problem, "input_output_alias=", offset, attr_tokens)
+
+
+def _is_index_of(shape: Shape, index: tuple[int, ...]) -> bool:
+    for i in index:
+        if shape.element_type == "unknown":
+            return True
+        if not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
+            return False
+        shape = shape.tuple_shapes[i]
+    return True
+
+
+def _header_error(module: Module, message: str, written: str, offset: int, attr_tokens=None) -> HloSyntaxError:
+    """An error `offset` characters into the value of the header attribute `written`."""
+    for token in attr_tokens or ():
+        text = str(token)
+        at = text.find(written)
+        if at >= 0:
+            at += len(written) + offset
+            return HloSyntaxError(message, *_place(text, 0, at, token.line, token.column))
+    # Read lazily: the module's header is the last before its first body.
+    bodies = [c.body_source for c in module.computations if c.body_source.__class__ is LazyBody]
+    if bodies:
+        source, first = bodies[0].source, min(b.start for b in bodies)
+        header = source.rfind("HloModule", 0, first)
+        at = source.find(written, max(header, 0), first)
+        if at >= 0:
+            at += len(written) + offset
+            line_start = source.rfind("\n", 0, at) + 1
+            line = source.count("\n", 0, at) + 1
+            end = source.find("\n", at)
+            return HloSyntaxError(message, line, at - line_start + 1, source[line_start:end if end >= 0 else None],
+                                  module.source_path or "<string>")
+    return HloSyntaxError(message, 1, 1, None, module.source_path or "<string>")
 
 
 _SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
@@ -944,7 +1432,7 @@ class _NameUniquer:
 class _SequentialIds:
     """The numeric suffixes taken for one name root (XLA's SequentialIdGenerator)."""
 
-    __slots__ = ("used", "next")
+    __slots__ = ("next", "used")
 
     def __init__(self):
         self.used: set[int] = set()
@@ -984,7 +1472,7 @@ def _name_facts(comp) -> tuple[list[str], list[str]]:
         names = body.names()
         # The regex starts with a character class (slow to scan for): look for the literal first.
         starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
-                  if body.mentions("-start") else ())
+                  if body.source.find("-start", body.start, body.end) >= 0 else ())
     return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
 
 
@@ -1136,27 +1624,68 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxE
 
 
 def attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxError:
+    """`err` with the source line it points at and `filename`; a column still unknown (0)
+    is found in the text from the error's hint."""
     lines = text.split("\n")
-    source_line = lines[err.line - 1] if 0 < err.line <= len(lines) else ""
-    column = err.column
-    if not column and err.hint:
-        # The operand's name, after the opening parenthesis of the operation.
-        m = re.search(r"[(,\s{]" + re.escape(err.hint) + r"(?![\w.\-])", source_line[source_line.find("("):])
-        column = source_line.find("(") + m.start() + 2 if m else 1
-    return HloSyntaxError(err.message, err.line, column or 1, source_line, filename)
+    line, column = err.line, err.column
+    if not column and (err.hint or err.hint_after) and 0 < line <= len(lines):
+        start = sum(len(lines[k]) + 1 for k in range(line - 1))
+        line, column = _locate(err, text, start)
+    source_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    return HloSyntaxError(err.message, line, column or 1, source_line, filename)
+
+
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def _locate(err: HloSyntaxError, text: str, start: int) -> tuple[int, int]:
+    """Where `err`'s hint is in the instruction whose line starts at `start`: an operand's
+    name in its operand list (comments such as `/*index=5*/` skipped), or what follows an
+    attribute's `name=` (or the opcode's `(`). The line alone when it is not found."""
+    first = start + len(text[start:start + 4096]) - len(text[start:start + 4096].lstrip(" \t"))
+    parts = _cuts().parts.match(text, first)
+    pos = None
+    if err.hint_after is None:
+        lo = parts.start(5) if parts else text.find("(", start)
+        hi = parts.end(5) if parts else text.find("\n", max(lo, start))
+        if lo >= 0:
+            segment = _COMMENT.sub(lambda c: " " * len(c.group()), text[lo:hi if hi >= 0 else None])
+            found = _name_pattern(err.hint).search(segment)
+            pos = lo + found.start() if found else None
+    else:
+        begin = parts.start(4) if parts else start  # from the opcode on: `name(` or `key=` follows
+        at = text.find(err.hint_after, begin, begin + (1 << 20))
+        if at >= 0:
+            at += len(err.hint_after)
+            if err.hint:
+                found = _name_pattern(err.hint).search(text, at, at + (1 << 16))
+                pos = found.start() if found else None
+            else:
+                pos = at + err.hint_offset
+    if pos is None:
+        return err.line, 1
+    return _place(text, start, pos, err.line, 1)
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """A name as a whole word, with or without its `%`."""
+    return re.compile(r"(?<![\w.\-%])%?" + re.escape(name.lstrip("%")) + r"(?![\w.\-])")
 
 
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
-               source: str | None = None, unfinished: bool = False):
+               source: str | None = None, unfinished: bool = False, references: list | None = None):
     """What the grammar's `start` symbol reads from `text`: a list of modules (Unfinished
     ones with `unfinished`), or of computations for `computations`. Lazy bodies are spans
-    of `source` when `text` is a prefix of it, else of `text`."""
+    of `source` when `text` is a prefix of it, else of `text`. Whole modules have their
+    references to computations checked (`check_references`); a part's are added to
+    `references` for the caller to check once the module is whole."""
     return parse_with(_lark(), text, filename, lazy=lazy, progress=progress, start=start, source=source,
-                      unfinished=unfinished)
+                      unfinished=unfinished, references=references)
 
 
 def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy: bool = False, progress=None,
-               start: str = "start", source: str | None = None, unfinished: bool = False):
+               start: str = "start", source: str | None = None, unfinished: bool = False,
+               references: list | None = None):
     """`parse_part` with `parser`, a Lark LALR parser of the specification (or of the fast
     grammar) whose transformer is a `Builder`: errors become HloSyntaxError with the line,
     column and source line."""
@@ -1166,13 +1695,24 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy
     builder.source = source if source is not None else text
     builder.lazy = lazy
     builder.unfinished = unfinished
-    builder.inline_possible = _has_inline_callee(text)
+    # One scan for the computation-naming attributes (`to_apply=`, `calls=`, ...) finds both
+    # the computations written inline and the references to check.
+    hits = callee_references(text)
+    builder.inline_possible = any(_SPACE_THEN_BRACE.match(text, at) for at, _ in hits)
     gc_was_enabled = gc.isenabled()
     # The IR is millions of small objects and no cycles that need collecting while it is
     # built; the cyclic collector would otherwise run over the growing heap again and again.
     gc.disable()
     try:
+        nul = text.find("\0")
+        if nul >= 0:  # XLA reads text up to its first NUL; no HLO holds one
+            raise HloSyntaxError("a NUL character: binary data, not HLO text", text.count("\n", 0, nul) + 1,
+                                 nul - text.rfind("\n", 0, nul))
         parsed = parser.parse(text, start=start)
+        if references is not None:
+            references.extend(hits)
+        elif start == "start" and not unfinished:
+            check_references(parsed, text, hits)
     except lark.exceptions.UnexpectedInput as e:
         raise attach_source(_syntax_error(e, text), text, filename) from None
     except lark.exceptions.VisitError as e:  # an error raised inside a builder callback

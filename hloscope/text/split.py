@@ -28,6 +28,7 @@ from .parser import (
     NameFacts,
     Unfinished,
     attach_source,
+    check_references,
     finish_module,
     parse_part,
 )
@@ -53,8 +54,9 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     if head is None:
         return None
     tail = tail_facts = None
+    references: list[tuple[int, int]] = []
     try:
-        tail = _tail(text, split, filename, progress)
+        tail = _tail(text, split, filename, progress, references)
         if tail is not None:
             tail_facts = NameFacts.of(tail)  # what the join's rename check reads of this part
             _read_schedule(tail, head)
@@ -62,7 +64,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
         outline = head.result()
     if tail is None or outline is None:
         return None
-    return [_join(outline, tail, tail_facts, text, filename)]
+    return [_join(outline, tail, tail_facts, text, filename, references)]
 
 
 def _split_point(text: str) -> int | None:
@@ -85,17 +87,21 @@ def _split_point(text: str) -> int | None:
     return m.end() if m else None
 
 
-def _tail(text: str, split: int, filename: str, progress):
+def _tail(text: str, split: int, filename: str, progress, references: list):
     """The computations of `text[split:]`, lazy bodies placed in the whole text; None if a
-    body is not an outline (read at once) or the part does not parse."""
+    body is not an outline (read at once) or the part does not parse. The part's references
+    to computations (`callee_references`, placed in the whole text) go to `references`."""
     scaled = None
     if progress is not None:
         def scaled(position: int) -> None:
             progress(position * len(text) // (len(text) - split))
+    found: list[tuple[int, int]] = []
     try:
-        comps = parse_part(text[split:], filename, lazy=True, progress=scaled, start="computations")
+        comps = parse_part(text[split:], filename, lazy=True, progress=scaled, start="computations",
+                           references=found)
     except (HloSyntaxError, ValueError):
         return None
+    references.extend((at + split, k) for at, k in found)
     lines_before = text.count("\n", 0, split)
     for c in comps:
         body = c.body_source
@@ -143,24 +149,27 @@ def _outline_of_head(text: str, split: int):
     """What the caller needs of `text[:split]`: the module's name, header attributes as
     (text, line, column), debug tables, the computations' outline (hloscope.text.outline),
     and the part's `NameFacts`; None if the part has no outline."""
+    references: list[tuple[int, int]] = []
     try:
-        (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True)
+        (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True, references=references)
     except (HloSyntaxError, ValueError):
         return None
     outline = computations_outline(part.computations)
     if outline is None or outline["renamed"] or None in outline["signatures"]:
         return None
     header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
-    return header, outline, NameFacts.of(part.computations).plain()
+    return header, outline, NameFacts.of(part.computations).plain(), references
 
 
-def _join(head, tail: list[Computation], tail_facts, text: str, filename: str):
-    (name, attr_tokens, tables), outline, head_facts = head
+def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
+    (name, attr_tokens, tables), outline, head_facts, head_references = head
     comps = computations_from_outline(outline, text)
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
         module = finish_module(Unfinished(name, tokens, comps, tables), tail,
                                [NameFacts(*head_facts), tail_facts])
+        # The references of both parts, as the sequential parse checks them.
+        check_references([module], text, head_references + references)
     except HloSyntaxError as e:
         # Checks across the parts (a repeated computation name, two entries) as the
         # sequential parse words them, with the line shown.

@@ -1,7 +1,15 @@
 import click
 
 from ...report import gathers_report
-from . import emit, input_files, json_option, load_inputs, module_option, require_scheduled, with_file
+from . import (
+    emit,
+    input_files,
+    json_option,
+    load_inputs,
+    module_option,
+    require_scheduled,
+    with_file,
+)
 
 
 @click.command()
