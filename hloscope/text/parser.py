@@ -502,6 +502,9 @@ _CALLEE_VALUE = re.compile(r"\s*(\{[^{}]*\}|%?[A-Za-z_][\w.\-]*)")
 _INLINE_VALUE = re.compile(r"\s*\{[^{}=]*=")
 
 
+_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
+
+
 def check_references(modules, text: str, hits: list[tuple[int, int]]) -> None:
     """Every computation an attribute names (`calls=%f`, `to_apply=add`, `body=`, ...) is one
     of its module's, defined before the computation that names it, as XLA's parser requires
@@ -519,18 +522,20 @@ def check_references(modules, text: str, hits: list[tuple[int, int]]) -> None:
         index.append(names)
     lines = [h[0] for h in heads]
     line, counted = 1, 0
-    first_comment = None
+    # Comments that span lines (XLA prints none; its index comments close on their line),
+    # found once: a reference inside one is no reference.
+    spanning = [(m.start(), m.end()) for m in _COMMENT.finditer(text) if "\n" in m.group(0)] \
+        if "/*" in text else []
+    span_starts = [s for s, _ in spanning]
     for at, k in hits:
         key_at = at - len(COMPUTATION_ATTRIBUTES[k]) - 1
         if not _is_attribute_key(text, key_at) or _INLINE_VALUE.match(text, at):
             continue  # not an attribute, or a computation written in place
-        if first_comment is None:
-            first_comment = text.find("/*")
         line_start = text.rfind("\n", 0, at) + 1
-        if 0 <= first_comment < line_start:
-            opened = text.rfind("/*", first_comment, line_start)
-            if text.find("*/", opened + 2, line_start) < 0:
-                continue  # inside a comment begun on an earlier line (XLA prints none)
+        if spanning:
+            c = bisect.bisect_right(span_starts, at) - 1
+            if c >= 0 and spanning[c][0] < line_start and at < spanning[c][1]:
+                continue  # inside a comment begun on an earlier line
         line += text.count("\n", counted, at)
         counted = at
         h = bisect.bisect_right(lines, line) - 1
