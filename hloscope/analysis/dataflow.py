@@ -508,11 +508,9 @@ def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[t
     k = inst.info.in_place_operand
     if k is not None:
         return [((), k, ())]
-    if inst.opcode == "all-reduce-start":
-        # Runs in place (NCCL): in every GPU dump its result shares its operand's buffer and
-        # allocation, the operand's live range handing over to it at the start (so the pair
-        # is one buffer, not a heap share: the operand never goes into another allocation).
-        # TODO(opcodes): a table fact (`in_place_operand` per element) once the table has one.
+    if inst.info.in_place_each_operand:
+        # The result shares its operand's buffer and allocation, the operand's live range
+        # handing over to it at the start: one buffer, not a heap share.
         n = len(inst.operands)
         return [((), 0, ())] if n == 1 else [((i,), i, ()) for i in range(n)]
     if inst.opcode in _FUSIONS:

@@ -77,6 +77,9 @@ class OpInfo:
     may be written over a dying operand's buffer."""
     in_place_operand: int | None = None
     """The operand whose buffer the output is written into (XLA GetInPlaceInputOutputPairs)."""
+    in_place_each_operand: bool = False
+    """Output element i is written into operand i's buffer (the whole output into operand 0's
+    when there is one operand): all-reduce-start, which runs in place (NCCL) in every GPU dump."""
     may_update_in_place: bool = True
     """False when XLA never pairs its output with an operand's buffer, whatever its attributes:
     the alias analysis does not look for `output_to_operand_aliasing` or a fused in-place root."""
@@ -191,6 +194,7 @@ for _kind in ("all-gather", "all-reduce", "collective-permute"):
     _TABLE[f"{_kind}-start"] = _op(
         f"{_kind}-start", collective=_kind, async_role="start", wrapped=_kind,
         value_rule="async-start" if tuple_output else "define",
+        in_place_each_operand=_kind == "all-reduce",
     )
     _TABLE[f"{_kind}-done"] = _op(
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
