@@ -305,9 +305,8 @@ _TRANSCENDENTAL = frozenset({
     "exponential-minus-one", "log-plus-one", "atan2", "tan",
 })
 # The opcode table's elementwise ops are XLA's elementwise handlers, but for copy, which
-# HloCostAnalysis::HandleCopy prices at nothing, and with `and`, which the table does not mark
-# elementwise (XLA's IsElementwise and HandleAnd do).
-_ELEMENTWISE = (spellings(elementwise=True) - {"copy"}) | {"and"}
+# HloCostAnalysis::HandleCopy prices at nothing.
+_ELEMENTWISE = spellings(elementwise=True) - {"copy"}
 # Ops that forward a pointer or only order others: no bytes touched (HandleParameter,
 # HandleConstant, HandleGetTupleElement, HandleBitcast, HandleDomain, HandleAfterAll,
 # HandleAddDependency).

@@ -134,7 +134,7 @@ fusion reduce reduce-window map sort select-and-scatter custom-call
 """.split()
 
 _ELEMENTWISE = """
-abs add atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cosine divide
+abs add and atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cosine divide
 erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum
 minimum multiply negate not or popcnt power real reduce-precision remainder round-nearest-afz
 round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign
