@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .units import human_bytes
+
 _UNBOUNDED = 1 << 20
 """The width text is laid out in when it goes to a pipe or a file: no line is wrapped and no
 name shortened; a reader (or `less -S`) scrolls."""
@@ -95,20 +97,6 @@ def parse_progress(path: str, min_bytes: int = 8 << 20):
                 bar.update(task, completed=done, refresh=True)
 
         yield report
-
-
-def human_bytes(n: int | float | None) -> str:
-    """1536 → '1.50 KiB'."""
-    if n is None:
-        return "-"
-    n = float(n)
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.2f} {unit}"
-        n /= 1024
-    return f"{sign}{n:.2f} TiB"
 
 
 def table(title: str | None, columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:

@@ -1032,25 +1032,23 @@ def _send_fused_facts(send, fusions: list[Instruction]) -> None:
     send(elementwise)
 
 
-def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
-    """The order of XLA's HloValue ids: computations callees-first, instructions in DFS
-    post-order from the unused ones (operands first, in order), shape indices pre-order.
-    Buffer assignment breaks ties between equal buffers by it."""
-    comp_order = callees_first(dataflow.module)
+def post_order_ranks(computations, analyzed) -> dict[Instruction, int]:
+    """Each instruction's place in XLA's post order: `computations` in the order given (those
+    the dataflow analyzed), each in DFS post-order from the instructions nothing uses
+    (operands first, in order)."""
     rank: dict[Instruction, int] = {}
     pushed: set[Instruction] = set()
     push = pushed.add
     n = 0
-    for c in comp_order:
-        if c not in dataflow.analyzed:
+    for c in computations:
+        if c not in analyzed:
             continue
         for top in c.instructions:
             if top.users or top in pushed:
                 continue
             push(top)
             stack = [(top, iter(top.operands))]
-            pop = stack.pop
-            append = stack.append
+            append, pop = stack.append, stack.pop
             while stack:
                 node, it = stack[-1]
                 for o in it:
@@ -1062,6 +1060,14 @@ def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
                     pop()
                     rank[node] = n
                     n += 1
+    return rank
+
+
+def xla_value_order(dataflow: Dataflow) -> dict[Value, int]:
+    """The order of XLA's HloValue ids: computations callees-first, instructions in DFS
+    post-order from the unused ones (operands first, in order), shape indices pre-order.
+    Buffer assignment breaks ties between equal buffers by it."""
+    rank = post_order_ranks(callees_first(dataflow.module), dataflow.analyzed)
     late = 1 << 30
     values = dataflow.values
     keys = [rank.get(i, late) for i in map(_instruction_of, values)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..units import human_bytes
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
 from .cost import CostResult
 from .gathers import GathersResult
@@ -199,12 +200,7 @@ def _collective_homes(names: list[str]) -> str:
 
 
 def _human(n: float) -> str:
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+    return human_bytes(abs(n), digits=1)
 
 
 def _summary(d: DiffResult) -> str:

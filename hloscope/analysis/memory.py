@@ -23,6 +23,7 @@ from .dataflow import (
     analyze_dataflow,
     can_share_operand_buffer,
     may_share_any_operand_buffer,
+    post_order_ranks,
 )
 from .liveness import (
     Heap,
@@ -479,33 +480,8 @@ def _end_position(v: Value, time, span) -> tuple | None:
 
 
 def _post_order_positions(df: Dataflow) -> dict[Instruction, int]:
-    """XLA's post order of instructions for sorting buffers: computations callers first,
-    each in DFS post order (operands first) from the instructions nothing uses."""
-    rank: dict[Instruction, int] = {}
-    pushed: set[Instruction] = set()
-    push = pushed.add
-    n = 0
-    for comp in reversed(callees_first(df.module)):
-        if comp not in df.analyzed:
-            continue
-        for top in comp.instructions:
-            if top.users or top in pushed:
-                continue
-            push(top)
-            stack = [(top, iter(top.operands))]
-            append, pop = stack.append, stack.pop
-            while stack:
-                node, it = stack[-1]
-                for o in it:
-                    if o not in pushed:
-                        push(o)
-                        append((o, iter(o.operands)))
-                        break
-                else:
-                    pop()
-                    rank[node] = n
-                    n += 1
-    return rank
+    """XLA's post order of instructions for sorting buffers: computations callers first."""
+    return post_order_ranks(reversed(callees_first(df.module)), df.analyzed)
 
 
 class _Sharing:

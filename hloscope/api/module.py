@@ -29,7 +29,13 @@ from ..analysis.memory import (
     analyze_memory,
     build_memory_model,
 )
-from ..analysis.roles import RoleBuffer, RolesAtPeak, assign_roles, role_timelines, roles_at_peak
+from ..analysis.roles import (
+    RoleBuffer,
+    RolesAtPeak,
+    assign_roles,
+    role_timelines,
+    roles_at_peak,
+)
 from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
