@@ -58,7 +58,7 @@ def rejected(text: str, tmp_path, fragment: str, place: tuple[int, int], error=H
     if lazy:
         path = tmp_path / "bad.hlo"
         path.write_text(text)
-        for analysis in ("collectives", "memory"):
+        for analysis in ("collectives", "memory", "cost"):  # cost reads every body at once (read_all)
             with pytest.raises(error) as lazily:
                 getattr(hloscope.load(path, lazy=True), analysis)()
             assert fragment in lazily.value.message and (lazily.value.line, lazily.value.column) == place
@@ -320,6 +320,39 @@ def test_errors_in_bodies_a_command_does_not_read_are_still_reported(tmp_path):
     lazy = hloscope.parse(text, lazy=True)  # reading lazily defers the error to a read
     with pytest.raises(HloSyntaxError, match="'nope' is not defined"):
         _ = lazy.entry.instructions
+
+
+def test_reading_every_body_reports_the_first_error_in_text_order_and_keeps_it():
+    """`Module.read_all` reads the bodies in text order without checking them first: the
+    first error it meets is the full parse's, and every later read of the module says it."""
+    first = "one (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n  ROOT v = f32[2] negate(first)\n}\n\n"
+    second = "two (w: f32[2]) -> f32[2] {\n  w = f32[2] parameter(0)\n  ROOT z = f32[2] negate(second)\n}\n\n"
+    text = HEADER + ADD + first + second + "ENTRY e (p: f32[8]) -> f32[8] {\n  p = f32[8] parameter(0)\n  ROOT r = f32[8] negate(p)\n}\n"
+    with pytest.raises(HloSyntaxError) as full:
+        hloscope.parse(text)
+    lazy = hloscope.parse(text, lazy=True)
+    for ask in (lazy.read_all, lambda: lazy.entry.instructions, lazy.read_all):
+        with pytest.raises(HloSyntaxError) as got:
+            ask()
+        assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
+                                                                          full.value.column)
+    assert "'first' is not defined" in full.value.message
+
+
+def test_a_diff_whose_second_side_is_bad_reports_it_with_exit_2(tmp_path):
+    """B's side is worked out in a forked child; when its text holds an error the child
+    sends nothing, and the command reports B's error as it would without the child."""
+    good = HEADER + ADD + "ENTRY e (p: f32[8]) -> f32[8] {\n  p = f32[8] parameter(0)\n  ROOT r = f32[8] negate(p)\n}\n"
+    unread = "unused (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n  ROOT v = f32[2] negate(nope)\n}\n\n"
+    bad = HEADER + ADD + unread + "ENTRY e (p: f32[8]) -> f32[8] {\n  p = f32[8] parameter(0)\n  ROOT r = f32[8] negate(p)\n}\n"
+    (tmp_path / "a.hlo").write_text(good)
+    (tmp_path / "b.hlo").write_text(bad)
+    line, column = where(bad, "nope")
+    run = subprocess.run([sys.executable, "-m", "hloscope", "diff", str(tmp_path / "a.hlo"), str(tmp_path / "b.hlo")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"{tmp_path / 'b.hlo'}:{line}:{column}: error: instruction 'nope' is not defined")
+    assert "Traceback" not in run.stderr
 
 
 @pytest.mark.parametrize("command", ["count-collectives", "memory"])

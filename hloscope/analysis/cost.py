@@ -71,7 +71,7 @@ from ..ir.opcodes import COLLECTIVE_KINDS, spellings
 from ..ir.opcodes import info as opinfo
 from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
 from .callgraph import CallGraph, scheduled_computations, trip_count
-from .collectives import analyze_collectives
+from .collectives import CollectivesResult, analyze_collectives
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 """What `CostResult.group_by` (and `hloscope cost --by`) can group instructions by."""
@@ -904,8 +904,12 @@ _XLA_REMAT_NAME = re.compile(r"\.remat\d*(?:\.|$)")
 def recomputes(inst: Instruction) -> bool:
     """Whether an instruction recomputes a forward op: JAX's remat primal in its op_name, or a
     clone made by XLA's rematerialization pass."""
+    if _XLA_REMAT_NAME.search(inst.name):
+        return True
+    if not inst.attributes.mentions(_REMAT_SEGMENT):
+        return False  # most instructions: their metadata need not be decoded to know
     op_name = inst.op_name
-    return bool(op_name and _REMAT_SEGMENT in op_name.split("/")) or bool(_XLA_REMAT_NAME.search(inst.name))
+    return bool(op_name and _REMAT_SEGMENT in op_name.split("/"))
 
 
 # Ops whose cost is their callees': whether they recompute is judged there, instruction by
@@ -962,11 +966,10 @@ class _Coster:
         if cost is None:
             self._marks.append(marked)
             try:
-                cost = ZERO
-                for inst in comp.instructions:
-                    cost = cost + self.instruction(inst)
+                parts = [self.instruction(inst) for inst in comp.instructions]
             finally:
                 self._marks.pop()
+            cost = Counts(*map(sum, zip(*parts))) if parts else ZERO
             self._computations[key] = cost
         return cost
 
@@ -1041,12 +1044,15 @@ class _Runs:
         return total
 
 
-def analyze_cost(module: Module) -> CostResult:
+def analyze_cost(module: Module, collectives: CollectivesResult | None = None) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
-    (see this module's docstring for what is counted, and how)."""
+    (see this module's docstring for what is counted, and how). `collectives`: the module's
+    collectives, when already found."""
+    module.read_all()  # every body is priced
     graph = CallGraph(module)
     runs = _Runs(module, graph)
-    collectives = analyze_collectives(module)
+    if collectives is None:
+        collectives = analyze_collectives(module)
     collective_bytes: dict[tuple[str, str], int] = {}
     by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}
     wire_by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}

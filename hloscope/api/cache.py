@@ -23,7 +23,6 @@ ignored and removed.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -39,7 +38,7 @@ from ..ir.module import Module
 from ..settings import cache_enabled as enabled
 from ..settings import private_dir
 from ..text.outline import computations_from_outline, computations_outline
-from . import runtime
+from . import plain, runtime
 
 FORMAT = 3
 KEEP = (32, 256 << 20)
@@ -177,10 +176,16 @@ def attach(modules, key: str) -> None:
 # ─── analysis results ────────────────────────────────────────────────────────────────
 
 
+def _file_name(key: str, name: str, args: tuple, kwargs: dict) -> str:
+    call = hashlib.blake2b(repr((args, sorted(kwargs.items()))).encode(), digest_size=6).hexdigest()
+    return f"{key}-{name}-{call}.json"
+
+
 def memoized(name: str, types: tuple[type, ...]) -> Callable:
     """Keep what `fn(module, *args)` returns, for modules that `attach` named. `types`: the
-    frozen dataclasses the result is made of, the only ones it may be rebuilt as."""
-    allowed = {t.__qualname__: t for t in types}
+    frozen dataclasses the result is made of, the only ones it may be rebuilt as. The
+    wrapper's `kept(module, *args)` says whether a call would find its result kept."""
+    allowed = plain.allowing(types)
 
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -189,69 +194,31 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
             directory = private_dir("results") if key is not None and enabled() else None
             if directory is None:
                 return fn(module, *args, **kwargs)
-            call = hashlib.blake2b(repr((args, sorted(kwargs.items()))).encode(), digest_size=6).hexdigest()
-            path = os.path.join(directory, f"{key}-{name}-{call}.json")
+            path = os.path.join(directory, _file_name(key, name, args, kwargs))
             payload = _read(path)
             if payload is not None:
                 try:
-                    return _decode(payload, allowed)
+                    return plain.decode(payload, allowed)
                 except (ValueError, KeyError, TypeError, IndexError, AttributeError):
                     _remove(path)
             result = fn(module, *args, **kwargs)
             try:
-                encoded = _encode(result, allowed)
+                encoded = plain.encode(result, allowed)
             except TypeError:  # something other than plain data: not kept
                 return result
             _write(path, encoded, KEEP_RESULTS)
             return result
 
+        def kept(module, *args, **kwargs) -> bool:
+            """Whether `wrapper(module, *args, **kwargs)` would read its result back."""
+            key = getattr(module, "cache_key", None)
+            directory = private_dir("results") if key is not None and enabled() else None
+            return directory is not None and os.path.exists(os.path.join(directory, _file_name(key, name, args, kwargs)))
+
+        wrapper.kept = kept
         return wrapper
 
     return decorate
-
-
-_SCALARS = (bool, int, float, str)
-
-
-def _encode(x: Any, allowed: dict[str, type]) -> Any:
-    """JSON for plain data: a tuple as {"t": [...]}, a dict as {"d": [[k, v], ...]} (keys of
-    any type), a dataclass of `allowed` as {"c": name, "f": [fields...]}."""
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return x
-    if isinstance(x, list):
-        return [_encode(v, allowed) for v in x]
-    if isinstance(x, tuple):
-        if all(v is None or type(v) in _SCALARS for v in x):
-            return {"s": list(x)}  # a long timeline: decoded without a call per element
-        return {"t": [_encode(v, allowed) for v in x]}
-    if isinstance(x, dict):
-        return {"d": [[_encode(k, allowed), _encode(v, allowed)] for k, v in x.items()]}
-    cls = type(x)
-    if allowed.get(cls.__qualname__) is cls:
-        return {"c": cls.__qualname__,
-                "f": [_encode(getattr(x, f.name), allowed) for f in dataclasses.fields(cls)]}
-    raise TypeError(f"not kept in the cache: {cls.__qualname__}")
-
-
-_CONTAINERS = (list, dict)
-
-
-def _decode(x: Any, allowed: dict[str, type]) -> Any:
-    # Scalars are passed through without a call each: a memory result holds thousands.
-    if type(x) is list:
-        return [_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x]
-    if type(x) is not dict:
-        return x
-    if "s" in x:
-        items = x["s"]
-        if not all(v is None or type(v) in _SCALARS for v in items):
-            raise ValueError("not scalars")
-        return tuple(items)
-    if "t" in x:
-        return tuple([_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x["t"]])
-    if "d" in x:
-        return {_decode(k, allowed): _decode(v, allowed) for k, v in x["d"]}
-    return allowed[x["c"]](*[_decode(v, allowed) if type(v) in _CONTAINERS else v for v in x["f"]])
 
 
 def _outline(module) -> dict[str, Any]:

@@ -72,11 +72,39 @@ def _roles(module, platform: str | None = None, alignment: int | None = None) ->
         return roles_at_peak(module, _model(module, platform, alignment))
 
 
-_memory = cache.memoized("memory", (MemoryAnalysis, LiveBuffer))(_memory)
-_roles = cache.memoized("roles", (RolesAtPeak, RoleBuffer))(_roles)
-_held_gathers = cache.memoized("gathers", (GathersResult, HeldGather, GatherUse, GatherAsAllReduce))(_held_gathers)
-_collectives = cache.memoized("collectives", (CollectivesResult, Collective, Tally))(analyze_collectives)
-_cost = cache.memoized("cost", (CostResult, InstructionCost, LoopCost))(analyze_cost)
+def _collectives(module) -> CollectivesResult:
+    with runtime.no_cyclic_gc():
+        return analyze_collectives(module)
+
+
+def _cost(module) -> CostResult:
+    with runtime.no_cyclic_gc():
+        module.read_all()  # the cost reads every body: each once, before the collectives read some
+        return analyze_cost(module, _collectives(module))
+
+
+RESULT_TYPES = {
+    "memory": (MemoryAnalysis, LiveBuffer),
+    "roles": (RolesAtPeak, RoleBuffer),
+    "gathers": (GathersResult, HeldGather, GatherUse, GatherAsAllReduce),
+    "collectives": (CollectivesResult, Collective, Tally),
+    "cost": (CostResult, InstructionCost, LoopCost),
+}
+"""The frozen dataclasses each analysis's result is made of: what may be rebuilt from plain
+data (the cache's files, a forked child's answer)."""
+
+_memory = cache.memoized("memory", RESULT_TYPES["memory"])(_memory)
+_roles = cache.memoized("roles", RESULT_TYPES["roles"])(_roles)
+_held_gathers = cache.memoized("gathers", RESULT_TYPES["gathers"])(_held_gathers)
+_collectives = cache.memoized("collectives", RESULT_TYPES["collectives"])(_collectives)
+_cost = cache.memoized("cost", RESULT_TYPES["cost"])(_cost)
+
+
+def kept(module, platform: str | None = None, alignment: int | None = None) -> bool:
+    """Whether the results of every analysis of `module` (the memory ones at these
+    arguments) are in the cache: asking for them then reads files and computes nothing."""
+    return (all(f.kept(module, platform, alignment) for f in (_memory, _roles, _held_gathers))
+            and _collectives.kept(module) and _cost.kept(module))
 
 
 class Module(ir.Module):

@@ -519,6 +519,11 @@ DECODERS: dict[str, Callable[[str], Any]] = {
 _ABSENT = object()
 
 
+@functools.lru_cache(maxsize=16)
+def _any_key(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("(?:" + "|".join(re.escape(n) for n in names) + ")=")
+
+
 @functools.lru_cache(maxsize=1)
 def _attribute_search():
     """`search` of the grammar's ATTRIBUTE terminal (cached: a lookup is a few microseconds)."""
@@ -608,6 +613,20 @@ class Attributes(Mapping[str, str]):
         if self._raw is None or self.tail:
             return self._cut_until(None)
         return self._raw
+
+    def may_hold(self, names: tuple[str, ...]) -> bool:
+        """False only when there is certainly no attribute of one of `names`, found without
+        cutting (the text is searched for `name=` once for all of them)."""
+        raw = self._raw
+        if raw is not None and any(name in raw for name in names):
+            return True
+        tail = self.tail
+        if tail:
+            return _any_key(names).search(tail) is not None
+        if raw is not None:
+            return False  # all cut
+        search = _any_key(names).search
+        return any(search(token) is not None for token in self._tokens)
 
     def _surely_absent(self, name: object) -> bool:
         """An uncut tail that does not hold `name=` holds no such attribute: most lookups

@@ -28,8 +28,10 @@ class BodySource(Protocol):
     The IR knows only this: a body can be read into instructions, may be peeked at without
     linking, and can say cheaply that a literal certainly does not occur in it."""
 
-    def read(self, computation: "Computation") -> tuple[list["Instruction"], "Instruction"]:
-        """The body's instructions (linked, in text order) and its root."""
+    def read(self, computation: "Computation", in_text_order: bool = False) -> tuple[list["Instruction"], "Instruction"]:
+        """The body's instructions (linked, in text order) and its root. `in_text_order`: the
+        caller reads every unread body of the module, in text order, this one the first left
+        (`Module.read_all`)."""
 
     def peek(self) -> Any:
         """Instructions found one at a time, unlinked, or None when only a whole read is exact."""
@@ -37,8 +39,6 @@ class BodySource(Protocol):
     def mentions(self, literal: str) -> bool:
         """False only when `literal` certainly does not occur in the body's text."""
 
-
-_CALLING_KEYS = tuple((key, key + "=") for key in COMPUTATION_ATTRIBUTES)
 
 
 class Instruction:
@@ -116,15 +116,15 @@ class Instruction:
         if called is not None:
             return called
         attrs = self.attributes
-        tail = attrs.tail
-        # Only the keys an uncut tail holds as text are looked up, and what is cut to find
-        # them is not kept: the names are, here, once per instruction.
-        keys = [key for key, written in _CALLING_KEYS if written in tail] if tail else COMPUTATION_ATTRIBUTES
+        # Only the keys the text may hold are looked up, and what is cut to find them is not
+        # kept: the names are, here, once per instruction.
         names: tuple[str, ...] = ()
-        for key in keys:
-            text = attrs.uncached(key)
-            if text is not None:
-                names += decode_names(text)
+        if attrs.may_hold(COMPUTATION_ATTRIBUTES):
+            for key in COMPUTATION_ATTRIBUTES:
+                if attrs.may_hold((key,)):
+                    text = attrs.uncached(key)
+                    if text is not None:
+                        names += decode_names(text)
         self._called = names
         return names
 
@@ -223,8 +223,8 @@ class Computation:
         """Whether the instructions have been read (a lazily loaded body is read on first use)."""
         return self._instructions is not None
 
-    def _read(self) -> None:
-        instructions, root = self._body.read(self)
+    def _read(self, in_text_order: bool = False) -> None:
+        instructions, root = self._body.read(self, in_text_order)
         for inst in instructions:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
@@ -331,6 +331,15 @@ class Module:
     def callee(self, text_name: str) -> Computation | None:
         """The computation an attribute's value refers to (by its name in the text)."""
         return self._by_text_name.get(text_name.lstrip("%"))
+
+    def read_all(self) -> None:
+        """Read every unread body now, in text order: what an analysis that reads them all
+        calls first. A lazily loaded module then reads each body once; read one by one, the
+        first read would check every other body first (text.parser's verdict), and the
+        analysis would read them again."""
+        for comp in self.computations:
+            if not comp.is_read:
+                comp._read(in_text_order=True)
 
     def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in text order."""

@@ -799,15 +799,27 @@ class LazyBody:
             pos = text.index("\n", m.end()) + 1
             line += 1
 
-    def read(self, computation):
+    def read(self, computation, in_text_order: bool = False):
         """(instructions, root) for a lazily loaded computation. The first read of a body of
         a module checks all its unread bodies first (`_Verdict`): the first error a full
-        parse would report is reported by whichever body is read."""
+        parse would report is reported by whichever body is read. Unless the module's bodies
+        are being read `in_text_order`, all of them, this one the first left: then the first
+        error a read meets is that error, and the check would only read them twice."""
         module = computation.module
-        if module is not None:
-            verdict = self.verdict or _Verdict.of(module)
-            if not verdict.sound():
-                raise verdict.error
+        if module is None:
+            return self._read(computation, users=True)
+        verdict = self.verdict or _Verdict.of(module)
+        if in_text_order and not verdict.known:
+            try:
+                instructions, root = self._read(computation, users=True)
+                if computation is module.entry:
+                    _check_aliases(module, instructions, root)
+            except HloSyntaxError as e:
+                verdict.known, verdict.error = True, e
+                raise
+            return instructions, root
+        if not verdict.sound():
+            raise verdict.error
         return self._read(computation, users=True)
 
     def check(self, computation):
