@@ -195,18 +195,19 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
             if directory is None:
                 return fn(module, *args, **kwargs)
             path = os.path.join(directory, _file_name(key, name, args, kwargs))
-            payload = _read(path)
-            if payload is not None:
+            with runtime.no_cyclic_gc():  # a result is tens of thousands of small objects
+                payload = _read(path)
+                if payload is not None:
+                    try:
+                        return plain.decode(payload, allowed)
+                    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                        _remove(path)
+                result = fn(module, *args, **kwargs)
                 try:
-                    return plain.decode(payload, allowed)
-                except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-                    _remove(path)
-            result = fn(module, *args, **kwargs)
-            try:
-                encoded = plain.encode(result, allowed)
-            except TypeError:  # something other than plain data: not kept
-                return result
-            _write(path, encoded, KEEP_RESULTS)
+                    encoded = plain.encode(result, allowed)
+                except TypeError:  # something other than plain data: not kept
+                    return result
+                _write(path, encoded, KEEP_RESULTS)
             return result
 
         def kept(module, *args, **kwargs) -> bool:

@@ -36,8 +36,10 @@ def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Sid
             job.cancel()
         raise
     answer = job.result() if job is not None else None
-    second = plain.decode(answer, _SIDE_TYPES) if answer is not None else side(b, labels[1])
-    return first, second
+    if answer is None:
+        return first, side(b, labels[1])
+    with runtime.no_cyclic_gc():
+        return first, plain.decode(answer, _SIDE_TYPES)
 
 
 def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),

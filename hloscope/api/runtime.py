@@ -61,7 +61,8 @@ class Child:
             size = int.from_bytes(head, "little") if len(head) == 8 else -1
             data = stream.read(size) if size >= 0 else b""
             if len(data) == size:
-                return marshal.loads(data)
+                with no_cyclic_gc():
+                    return marshal.loads(data)
         except (OSError, EOFError, ValueError, TypeError):
             pass
         self.cancel()  # ended, failed or sent garbage: nothing more comes
@@ -113,6 +114,9 @@ def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
         return None
     if pid == 0:  # the child: compute, send, leave at once (no atexit, no finally of the caller)
         os.close(read_fd)
+        # One job, then gone: the cyclic collector would only scan the inherited heap (a
+        # parsed module is millions of objects) again and again as the job allocates.
+        gc.disable()
         try:
             with os.fdopen(write_fd, "wb") as out:
                 def send(message: Any) -> None:
