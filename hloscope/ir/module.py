@@ -175,7 +175,7 @@ class Computation:
     """A computation: its instructions in text order, its root and parameters."""
 
     __slots__ = ("name", "_instructions", "is_entry", "_root", "module", "attributes", "line", "_by_name",
-                 "signature", "text_name", "_body")
+                 "signature", "text_name", "_body", "_opcodes")
 
     def __init__(self, name: str, instructions: list[Instruction] | None, is_entry: bool, root: Instruction | None,
                  attributes: Attributes, line: int = 0, signature: Any = None, body: Any = None):
@@ -192,6 +192,7 @@ class Computation:
         """The header's `(params) -> result`: text as printed, or (params, result) when
         written otherwise; the parameter instructions are what define parameters."""
         self._by_name: dict[str, Instruction] | None = None
+        self._opcodes: frozenset[str] | None = None
         self.text_name = name
         """The name other instructions use for it in the text (XLA may rename repeats)."""
 
@@ -260,7 +261,13 @@ class Computation:
         """False only when the unread body certainly holds no instruction with one of `opcodes`
         (spelled as the text writes them: `reduce-scatter-start`, not `async-start`). An
         instruction line writes blanks between its shape and its opcode, so the body's text
-        then holds the opcode after a space or a tab (`may_mention`); True when unsure."""
+        then holds the opcode after a space or a tab (`may_mention`); True when unsure. A read
+        body answers exactly, from the set of its opcodes."""
+        if self._instructions is not None:
+            present = self._opcodes
+            if present is None:
+                present = self._opcodes = frozenset([i.opcode for i in self._instructions])
+            return not present.isdisjoint(opcodes)
         return self.may_mention(tuple(blank + op for op in opcodes for blank in (" ", "\t")))
 
     def __repr__(self) -> str:
