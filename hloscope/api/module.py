@@ -8,6 +8,8 @@ may fork. The IR itself knows no analysis, so a parsed IR module becomes one of 
 
 from __future__ import annotations
 
+import contextlib
+
 from ..analysis.collectives import (
     Collective,
     CollectivesResult,
@@ -46,39 +48,52 @@ _last_model: list = [None, None]
 module (what `hloscope gathers` and the diff do) builds it once."""
 
 
+@contextlib.contextmanager
+def _analyzing(module):
+    """One analysis of `module` at work: the cyclic GC off (an analysis makes hundreds of
+    thousands of small, acyclic objects), and the check of a lazily loaded module's unread
+    bodies (the full parse's verdict) in a forked job meanwhile, settled before the answer."""
+    with runtime.no_cyclic_gc():
+        module.check_elsewhere(runtime.FORKING)
+        try:
+            yield
+            module.settle()
+        finally:
+            module.check_elsewhere(None)
+
+
 def _model(module, platform: str | None, alignment: int | None) -> MemoryModel:
     key = (platform, alignment)
     last = _last_model[1]
     if last is None or last.module is not module or _last_model[0] != key:
         _last_model[:] = [None, None]  # the old model is let go before the new one is built
-        with runtime.no_cyclic_gc():
-            model = build_memory_model(module, platform, alignment, executor=runtime.FORKING)
+        model = build_memory_model(module, platform, alignment, executor=runtime.FORKING)
         _last_model[:] = [key, model]
     return _last_model[1]
 
 
 def _memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
-    with runtime.no_cyclic_gc():
+    with _analyzing(module):
         return analyze_memory(module, model=_model(module, platform, alignment))
 
 
 def _held_gathers(module, platform: str | None = None, alignment: int | None = None) -> GathersResult:
-    with runtime.no_cyclic_gc():
+    with _analyzing(module):
         return analyze_held_gathers(module, _model(module, platform, alignment))
 
 
 def _roles(module, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
-    with runtime.no_cyclic_gc():
+    with _analyzing(module):
         return roles_at_peak(module, _model(module, platform, alignment))
 
 
 def _collectives(module) -> CollectivesResult:
-    with runtime.no_cyclic_gc():
+    with _analyzing(module):
         return analyze_collectives(module)
 
 
 def _cost(module) -> CostResult:
-    with runtime.no_cyclic_gc():
+    with _analyzing(module):
         module.read_all()  # the cost reads every body: each once, before the collectives read some
         return analyze_cost(module, _collectives(module))
 
@@ -139,12 +154,13 @@ class Module(ir.Module):
     def role_timelines(self, platform: str | None = None, alignment: int | None = None) -> dict[str, list[int]]:
         """Temp bytes live at each schedule step, by role; they add up to
         `memory().timeline` (hloscope.analysis.roles)."""
-        model = _model(self, platform, alignment)
-        with runtime.no_cyclic_gc():
+        with _analyzing(self):
+            model = _model(self, platform, alignment)
             return role_timelines(model, assign_roles(self, model))
 
     def stats(self):
-        return module_stats(self)
+        with _analyzing(self):
+            return module_stats(self)
 
     def to_text(self) -> str:
         """This module as HLO text (hloscope.text.printer)."""

@@ -45,17 +45,19 @@ def can_fork() -> bool:
 class Child:
     """A forked child at work, sending messages: `receive()` waits for the next one (None
     once the child has ended or failed); `result()` takes the first and lets the child go;
-    `cancel()` stops it when nothing more it sends is needed."""
+    `cancel()` stops it when nothing more it sends is needed. Only the process that started
+    it talks to it: in a process forked since, it has ended (its messages are not ours)."""
 
-    __slots__ = ("pid", "stream")
+    __slots__ = ("owner", "pid", "stream")
 
     def __init__(self, pid: int, read_fd: int):
         self.pid, self.stream = pid, os.fdopen(read_fd, "rb")
+        self.owner = os.getpid()
 
     def receive(self) -> Any:
         stream = self.stream
-        if stream.closed:
-            return None
+        if stream.closed or self.owner != os.getpid():
+            return None  # a job of the process this one was forked from: not ours to read
         try:
             head = stream.read(8)
             size = int.from_bytes(head, "little") if len(head) == 8 else -1
@@ -70,7 +72,7 @@ class Child:
 
     def ready(self) -> bool:
         """Whether `receive()` would return without waiting (a message, or the child's end)."""
-        if self.stream.closed:
+        if self.stream.closed or self.owner != os.getpid():
             return True
         return bool(select.select([self.stream], [], [], 0)[0])
 
@@ -80,7 +82,7 @@ class Child:
         return message
 
     def cancel(self) -> None:
-        if self.stream.closed:
+        if self.stream.closed or self.owner != os.getpid():
             return
         try:
             os.kill(self.pid, signal.SIGKILL)

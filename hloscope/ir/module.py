@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
+from ..executor import Executor
 from . import graph, opcodes
 from .attributes import (
     COMPUTATION_ATTRIBUTES,
@@ -38,6 +39,14 @@ class BodySource(Protocol):
 
     def mentions(self, literal: str) -> bool:
         """False only when `literal` certainly does not occur in the body's text."""
+
+    def check_elsewhere(self, module: "Module", executor: Executor | None) -> None:
+        """Let the check of the module's unread bodies (what a full parse would say of them)
+        run through `executor`, reads going on meanwhile; None: checked at the first read."""
+
+    def settle(self, module: "Module") -> None:
+        """Raise what a full parse would report of the module's unread bodies, if anything
+        (waiting for a check under way elsewhere)."""
 
 
 
@@ -310,7 +319,7 @@ class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
     __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name",
-                 "source_path", "cache_key")
+                 "source_path", "cache_key", "_checking")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
                  tables: dict[str, dict[int, str]]):
@@ -324,6 +333,7 @@ class Module:
         """Names the module's text and place in it, when it was loaded from a file (hloscope.cache)."""
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
+        self._checking: BodySource | None = None
         for c in computations:
             c.module = self
 
@@ -338,6 +348,28 @@ class Module:
     def callee(self, text_name: str) -> Computation | None:
         """The computation an attribute's value refers to (by its name in the text)."""
         return self._by_text_name.get(text_name.lstrip("%"))
+
+    def check_elsewhere(self, executor: Executor | None) -> None:
+        """While an analysis runs, let the check of the unread bodies (a lazily loaded
+        module's; see text.parser) run through `executor`: reads go on meanwhile, and the
+        analysis calls `settle()` before it answers. None: back to checking at the first read."""
+        body = self._unread_body() or self._checking
+        if body is not None:
+            body.check_elsewhere(self, executor)
+        self._checking = body if executor is not None else None
+
+    def settle(self) -> None:
+        """Raise what a full parse would report of the unread bodies, if anything (a check
+        started elsewhere is waited for even when every body has been read since)."""
+        body = self._unread_body() or self._checking
+        if body is not None:
+            body.settle(self)
+
+    def _unread_body(self) -> BodySource | None:
+        for comp in self.computations:
+            if not comp.is_read and comp.body_source is not None:
+                return comp.body_source
+        return None
 
     def read_all(self) -> None:
         """Read every unread body now, in text order: what an analysis that reads them all

@@ -22,6 +22,7 @@ from lark import Token, Transformer
 
 from .. import grammar
 from ..errors import HloSyntaxError
+from ..executor import Executor, Job
 from ..ir import opcodes
 from ..ir.attributes import (
     COMPUTATION_ATTRIBUTES,
@@ -815,12 +816,29 @@ class LazyBody:
                 if computation is module.entry:
                     _check_aliases(module, instructions, root)
             except HloSyntaxError as e:
-                verdict.known, verdict.error = True, e
+                verdict.decide(e)
                 raise
             return instructions, root
         if not verdict.sound():
             raise verdict.error
-        return self._read(computation, users=True)
+        try:
+            return self._read(computation, users=True)
+        except HloSyntaxError as e:
+            if verdict.known:
+                raise
+            raise (verdict.settle() or e) from None  # checked elsewhere: the first error is the job's
+
+    def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
+        """Let the module's verdict be found through `executor` (None: here, as before)."""
+        verdict = self.verdict or _Verdict.of(module)
+        verdict.executor = executor
+
+    def settle(self, module: Module) -> None:
+        """Raise what a full parse reports of the module's unread bodies, if anything."""
+        verdict = self.verdict or _Verdict.of(module)
+        error = verdict.settle()
+        if error is not None:
+            raise error
 
     def check(self, computation):
         """(instructions, root) as a read finds them, kept by nobody (no users are linked);
@@ -1290,14 +1308,21 @@ class _Verdict:
     (`LazyBody.check`), the entry's with the checks that need its body. The bodies of a
     module that holds an error answer every question about their text as unsure, and a
     read of any of them reports the first error in text order, the one a full parse reports:
-    a command that reads only some bodies gives the full parse's verdict all the same."""
+    a command that reads only some bodies gives the full parse's verdict all the same.
 
-    __slots__ = ("error", "known", "module")
+    While an analysis lets the check run elsewhere (`check_elsewhere`, an executor), the
+    first question starts it there and is answered as if no error were found; the analysis
+    then `settle`s before it answers, and a read that fails meanwhile settles first: either
+    way the error reported is the first in text order, as without the job."""
+
+    __slots__ = ("error", "executor", "job", "known", "module")
 
     def __init__(self, module: Module):
         self.module = module
         self.error: HloSyntaxError | None = None
         self.known = False
+        self.executor: Executor | None = None
+        self.job: Job | None = None
 
     @classmethod
     def of(cls, module: Module) -> _Verdict:
@@ -1310,11 +1335,36 @@ class _Verdict:
         return verdict
 
     def sound(self) -> bool:
-        """Whether every unread body reads without an error (found once)."""
+        """Whether every unread body reads without an error (found once; assumed while the
+        check runs elsewhere, until `settle`)."""
         if not self.known:
-            self.known = True
-            self.error = self._first_error()
+            if self.job is None and self.executor is not None and _unread_chars(self.module) >= CHECK_ELSEWHERE_CHARS:
+                self.job = self.executor.submit(_first_error_as_data, self)
+            if self.job is not None:
+                return True
+            self.known, self.error = True, self._first_error()
         return self.error is None
+
+    def settle(self) -> HloSyntaxError | None:
+        """The verdict, waiting for a check under way elsewhere (or doing it here, if that
+        failed or none ran)."""
+        if not self.known:
+            job, self.job = self.job, None
+            answer = job.result() if job is not None else None
+            if answer is None:
+                self.error = self._first_error()
+            else:
+                self.error = HloSyntaxError(*answer[:3], source_line=answer[3], filename=answer[4]) if answer else None
+            self.known = True
+        return self.error
+
+    def decide(self, error: HloSyntaxError | None) -> None:
+        """The verdict found by reading every unread body in text order (a job under way
+        has nothing left to say)."""
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
+        self.known, self.error = True, error
 
     def _first_error(self) -> HloSyntaxError | None:
         module = self.module
@@ -1329,6 +1379,26 @@ class _Verdict:
             except HloSyntaxError as e:
                 return e
         return None
+
+
+CHECK_ELSEWHERE_CHARS = 4 << 20
+"""From this much unread body text on, the check runs elsewhere when an analysis allows it
+(~0.25 s of reading per 4 MB; a forked job costs a few ms)."""
+
+
+def _unread_chars(module: Module) -> int:
+    total = 0
+    for comp in module.computations:
+        body = comp.body_source
+        if body.__class__ is LazyBody and not comp.is_read:
+            total += body.end - body.start
+    return total
+
+
+def _first_error_as_data(verdict: _Verdict) -> tuple:
+    """In the job: `()` when every unread body reads, else the first error as plain data."""
+    e = verdict._first_error()
+    return () if e is None else (e.message, e.line, e.column, e.source_line, e.filename)
 
 
 def _check_aliases(module: Module, instructions, root: Instruction, attr_tokens=None) -> None:
