@@ -25,9 +25,9 @@ def _side_as_plain(module: Module, label: str):
 
 def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Side, Side]:
     """Both sides; B's in a forked child while this process does A's, where it can fork
-    (hloscope.api.runtime) and B's results are not in the cache already. A child that fails (B's text holds an error a read finds) sends
-    nothing, and B's side is then done here, raising what it raises, after A's: the errors
-    come in the order they would without the child."""
+    (hloscope.api.runtime) and B's results are not in the cache already. A child that fails
+    (B's text holds an error a read finds) sends nothing, and B's side is then done here,
+    raising what it raises, after A's: the errors come in the order they would without it."""
     job = None if kept(b) else runtime.FORKING.submit(_side_as_plain, b, labels[1])
     try:
         first = side(a, labels[0])

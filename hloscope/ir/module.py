@@ -27,7 +27,8 @@ class BodySource(Protocol):
     """Where an unread computation body comes from (the text layer's lazy bodies).
 
     The IR knows only this: a body can be read into instructions, may be peeked at without
-    linking, and can say cheaply that a literal certainly does not occur in it."""
+    linking, can say cheaply that a literal certainly does not occur in it, and answers for
+    the check of the module's unread bodies (what a full parse would say of them)."""
 
     def read(self, computation: "Computation", in_text_order: bool = False) -> tuple[list["Instruction"], "Instruction"]:
         """The body's instructions (linked, in text order) and its root. `in_text_order`: the
@@ -47,7 +48,6 @@ class BodySource(Protocol):
     def settle(self, module: "Module") -> None:
         """Raise what a full parse would report of the module's unread bodies, if anything
         (waiting for a check under way elsewhere)."""
-
 
 
 class Instruction:

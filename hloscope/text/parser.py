@@ -811,6 +811,7 @@ class LazyBody:
             return self._read(computation, users=True)
         verdict = self.verdict or _Verdict.of(module)
         if in_text_order and not verdict.known:
+            verdict.drop_job()  # these reads decide: the first error they meet is the verdict
             try:
                 instructions, root = self._read(computation, users=True)
                 if computation is module.entry:
@@ -1358,13 +1359,16 @@ class _Verdict:
             self.known = True
         return self.error
 
-    def decide(self, error: HloSyntaxError | None) -> None:
-        """The verdict found by reading every unread body in text order (a job under way
-        has nothing left to say)."""
+    def decide(self, error: HloSyntaxError) -> None:
+        """The verdict found by reading every unread body in text order."""
+        self.drop_job()
+        self.known, self.error = True, error
+
+    def drop_job(self) -> None:
+        """Stop a check under way elsewhere: reads in text order will say what it would."""
         if self.job is not None:
             self.job.cancel()
             self.job = None
-        self.known, self.error = True, error
 
     def _first_error(self) -> HloSyntaxError | None:
         module = self.module
