@@ -20,7 +20,8 @@ def side(module: Module, label: str = "") -> Side:
 
 
 def _side_as_plain(module: Module, label: str):
-    return plain.encode(side(module, label), _SIDE_TYPES)
+    with runtime.taking_cpus(1):  # the other side's, in the parent
+        return plain.encode(side(module, label), _SIDE_TYPES)
 
 
 def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Side, Side]:
@@ -29,12 +30,14 @@ def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Sid
     (B's text holds an error a read finds) sends nothing, and B's side is then done here,
     raising what it raises, after A's: the errors come in the order they would without it."""
     job = None if kept(b) else runtime.FORKING.submit(_side_as_plain, b, labels[1])
-    try:
-        first = side(a, labels[0])
-    except BaseException:
-        if job is not None:
-            job.cancel()
-        raise
+    # The two sides keep two CPUs busy: helpers inside either would only compete with them.
+    with runtime.taking_cpus(1 if job is not None else 0):
+        try:
+            first = side(a, labels[0])
+        except BaseException:
+            if job is not None:
+                job.cancel()
+            raise
     answer = job.result() if job is not None else None
     if answer is None:
         return first, side(b, labels[1])

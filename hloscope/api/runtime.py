@@ -30,6 +30,10 @@ from typing import Any, Callable
 from .. import settings
 
 
+_taken = [0]
+"""CPUs counted as busy with other work of this command (`taking_cpus`)."""
+
+
 def can_fork() -> bool:
     if not settings.jobs_allowed():
         return False
@@ -39,7 +43,19 @@ def can_fork() -> bool:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return cpus >= 2
+    return cpus - _taken[0] >= 2
+
+
+@contextlib.contextmanager
+def taking_cpus(n: int):
+    """While the block runs, `n` CPUs more are busy with work of this command elsewhere (a
+    forked child doing one half): this process, and children it forks meanwhile, start
+    helpers only where a CPU is left for them."""
+    _taken[0] += n
+    try:
+        yield
+    finally:
+        _taken[0] -= n
 
 
 class Child:
