@@ -305,3 +305,41 @@ def test_memory_with_a_fused_facts_child_is_the_same(monkeypatch):
     started = _spy(monkeypatch, memory.FusedFacts, "start")
     assert memory.analyze_memory(hloscope.load(path, lazy=True), executor=runtime.FORKING) == expected
     assert started and started[0] is not None
+
+
+def test_the_diff_with_its_second_side_forked_is_the_same(monkeypatch):
+    """`hloscope.diff` works out B's side in a forked child (sent back as plain data): the
+    result is the one worked out in one process."""
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = hloscope.diff(hloscope.load(a), hloscope.load(b)).to_dict()
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    children = _spy(monkeypatch, runtime, "in_child")
+    assert hloscope.diff(hloscope.load(a), hloscope.load(b)).to_dict() == expected
+    assert children and children[0] is not None  # B's side was worked out by a child
+
+
+def test_a_diff_of_kept_results_forks_nothing(monkeypatch, tmp_path):
+    """A second diff of the same pair reads every result from the cache (`kept`): no child."""
+    from hloscope.api.module import kept
+
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
+    a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
+    assert not kept(hloscope.load(b))
+    first = hloscope.diff(hloscope.load(a), hloscope.load(b)).to_dict()
+    assert kept(hloscope.load(a)) and kept(hloscope.load(b))
+    children = _spy(monkeypatch, runtime, "in_child")
+    assert hloscope.diff(hloscope.load(a), hloscope.load(b)).to_dict() == first
+    assert children == []
+
+
+def test_cpus_taken_by_other_work_leave_no_room_for_helpers(monkeypatch):
+    """While the diff's two sides keep the CPUs busy, neither starts helpers; after, both can."""
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda pid: {0, 1})
+    if not runtime.can_fork():
+        pytest.skip("this process cannot fork")
+    with runtime.taking_cpus(1):
+        assert not runtime.can_fork()
+    assert runtime.can_fork()

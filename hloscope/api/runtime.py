@@ -1,14 +1,15 @@
 """Work done by a forked child meanwhile (the speed machinery, in one place): the head of a
-large text's lazy parse, the facts of fused computations a memory analysis will ask for, the
-second of the heap's two packing orders, and writing a large text's outline into the cache.
+large text's lazy parse, the check of a lazily loaded module's unread bodies, the facts of
+fused computations a memory analysis will ask for, the second of the heap's two packing
+orders, B's side of a diff, and writing a large text's outline into the cache.
 `FORKING` is the executor (hloscope.executor) the api layer hands to the parser and the
 analyses; `trim()` hands freed memory back to the system.
 
 `in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
 waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
 also send several messages, `in_child_sending`), or None where forking is not possible or
-not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU,
-or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
+not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU
+(counting those other work of the command has taken, `taking_cpus`), or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
 whether a child ran.
 """
 
