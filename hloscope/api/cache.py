@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import __version__, grammar
+from .. import grammar
 from ..ir.attributes import Attributes
 from ..ir.module import Module
 from ..settings import cache_enabled as enabled
@@ -49,7 +49,8 @@ KEEP_RESULTS = (256, 256 << 20)
 
 @functools.lru_cache(maxsize=1)
 def _stamp() -> str:
-    """Format, version, and a hash of hloscope's source files and grammar."""
+    """The format and a hash of hloscope's source files and grammar (which the package's
+    version is a name for: no import of the package root, which sits above this layer)."""
     h = hashlib.blake2b(digest_size=10)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for root, dirs, files in os.walk(package):
@@ -62,7 +63,7 @@ def _stamp() -> str:
                     h.update(f.read())
     h.update(grammar.path().read_bytes())
     h.update(grammar.fast_path().read_bytes())
-    return f"{FORMAT}-{__version__}-{h.hexdigest()}"
+    return f"{FORMAT}-{h.hexdigest()}"
 
 
 def digest(text: str) -> str:
