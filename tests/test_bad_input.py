@@ -18,12 +18,12 @@ import pytest
 
 import hloscope
 from hloscope import HloSyntaxError
-from hloscope.text import parser as text_parser
 from hloscope.ir.attributes import (
     MAX_PARTICIPANTS,
     AttributeValueError,
     decode_replica_groups,
 )
+from hloscope.text import parser as text_parser
 
 from .conftest import ROOT, needs_xla
 

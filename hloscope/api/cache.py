@@ -177,9 +177,15 @@ def attach(modules, key: str) -> None:
 # ─── analysis results ────────────────────────────────────────────────────────────────
 
 
-def _file_name(key: str, name: str, args: tuple, kwargs: dict) -> str:
+def _result_path(module, name: str, args: tuple, kwargs: dict) -> str | None:
+    """Where the result of analysis `name` of `module` at these arguments is kept; None when
+    results are not kept (no cache, or a module `attach` did not name)."""
+    key = getattr(module, "cache_key", None)
+    directory = private_dir("results") if key is not None and enabled() else None
+    if directory is None:
+        return None
     call = hashlib.blake2b(repr((args, sorted(kwargs.items()))).encode(), digest_size=6).hexdigest()
-    return f"{key}-{name}-{call}.json"
+    return os.path.join(directory, f"{key}-{name}-{call}.json")
 
 
 def memoized(name: str, types: tuple[type, ...]) -> Callable:
@@ -191,11 +197,9 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(module, *args, **kwargs):
-            key = getattr(module, "cache_key", None)
-            directory = private_dir("results") if key is not None and enabled() else None
-            if directory is None:
+            path = _result_path(module, name, args, kwargs)
+            if path is None:
                 return fn(module, *args, **kwargs)
-            path = os.path.join(directory, _file_name(key, name, args, kwargs))
             with runtime.no_cyclic_gc():  # a result is tens of thousands of small objects
                 payload = _read(path)
                 if payload is not None:
@@ -213,9 +217,8 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
 
         def kept(module, *args, **kwargs) -> bool:
             """Whether `wrapper(module, *args, **kwargs)` would read its result back."""
-            key = getattr(module, "cache_key", None)
-            directory = private_dir("results") if key is not None and enabled() else None
-            return directory is not None and os.path.exists(os.path.join(directory, _file_name(key, name, args, kwargs)))
+            path = _result_path(module, name, args, kwargs)
+            return path is not None and os.path.exists(path)
 
         wrapper.kept = kept
         return wrapper

@@ -9,8 +9,9 @@ analyses; `trim()` hands freed memory back to the system.
 waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
 also send several messages, `in_child_sending`), or None where forking is not possible or
 not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU
-(counting those other work of the command has taken, `taking_cpus`), or `HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on
-whether a child ran.
+(not counting those other work of the command has taken, `taking_cpus`), or
+`HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on whether
+a child ran.
 """
 
 from __future__ import annotations
