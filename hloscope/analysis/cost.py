@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -70,6 +70,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import COLLECTIVE_KINDS, spellings
 from ..ir.opcodes import info as opinfo
 from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
+from ..ir.structure import structure
 from .callgraph import CallGraph, scheduled_computations, trip_count
 from .collectives import CollectivesResult, analyze_collectives
 
@@ -940,7 +941,10 @@ class _Coster:
 
     def __init__(self, collective_bytes: dict[tuple[str, str], int]):
         self._collective_bytes = collective_bytes
+        self._with_collectives = {comp for comp, _ in collective_bytes}
         self._computations: dict[tuple[str, bool], Counts] = {}
+        self._alike: dict[tuple[Hashable, bool], Counts] = {}
+        """Computations priced, by what they compute (`structure`): alike ones cost the same."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
         self._recomputes: dict[int, bool] = {}
@@ -964,14 +968,25 @@ class _Coster:
         key = (comp.name, marked)
         cost = self._computations.get(key)
         if cost is None:
-            self._marks.append(marked)
-            try:
-                parts = [self.instruction(inst) for inst in comp.instructions]
-            finally:
-                self._marks.pop()
-            cost = Counts(*map(sum, zip(*parts))) if parts else ZERO
+            alike = (self._what_is_priced(comp), marked)
+            cost = self._alike.get(alike)
+            if cost is None:
+                self._marks.append(marked)
+                try:
+                    parts = [self.instruction(inst) for inst in comp.instructions]
+                finally:
+                    self._marks.pop()
+                cost = Counts(*map(sum, zip(*parts))) if parts else ZERO
+                self._alike[alike] = cost
             self._computations[key] = cost
         return cost
+
+    def _what_is_priced(self, comp: Computation) -> Hashable:
+        """What decides the price of `comp`: its structure, unless names are priced too (a
+        collective's bytes are found by name, XLA's remat clones are known by theirs)."""
+        if comp.name in self._with_collectives or any(".remat" in inst.name for inst in comp.instructions):
+            return comp
+        return structure(comp)
 
     def instruction(self, inst: Instruction) -> Counts:
         """XLA's properties of one execution of `inst`, its callees included."""

@@ -642,6 +642,12 @@ class Attributes(Mapping[str, str]):
             return default
         return self._cut_until(name).get(name, default)
 
+    def as_written(self) -> tuple:
+        """A value two attribute lists share only when they are written alike. Lists written
+        alike may not share it once lookups have cut one apart and not the other."""
+        raw = self._raw
+        return self.tail, self._cut, tuple(self._tokens), tuple(raw.items()) if raw else ()
+
     def uncached(self, name: str) -> str | None:
         """`get(name)`, but what it cuts off the tail is not kept: for a lookup whose answer
         the caller keeps itself. A fusion's `calls` kept here would cost a dict, its key and
