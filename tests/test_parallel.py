@@ -343,3 +343,70 @@ def test_cpus_taken_by_other_work_leave_no_room_for_helpers(monkeypatch):
     with runtime.taking_cpus(1):
         assert not runtime.can_fork()
     assert runtime.can_fork()
+
+
+def _diff_cli(a, b, *more):
+    from click.testing import CliRunner
+
+    from hloscope.cli import cli
+
+    return CliRunner().invoke(cli, ["diff", str(a), str(b), *more])
+
+
+def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
+    """`hloscope diff` has a child parse B's text into the cache while A's is parsed here
+    (`reading_ahead`): the report is the one worked out in one process."""
+    from hloscope.api import loading
+
+    a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
+    monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "one"))
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = _diff_cli(a, b, "--json")
+    assert expected.exit_code == 0, expected.output
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "two"))
+    monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
+    children = _spy(monkeypatch, runtime, "in_child")
+    stored = _spy(monkeypatch, loading.cache, "lookup")
+    got = _diff_cli(a, b, "--json")
+    assert got.exit_code == 0, got.output
+    assert got.output == expected.output
+    assert children and children[0] is not None  # the read-ahead child
+    assert stored[-1] is not None  # B's outline, which the child kept, was read from the cache
+
+
+BAD = ("HloModule m, is_scheduled=true\n\nunused (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n"
+       "  ROOT v = f32[2] negate(NAME)\n}\n\nENTRY e (p: f32[8]) -> f32[8] {\n  p = f32[8] parameter(0)\n"
+       "  ROOT r = f32[8] negate(p)\n}\n")
+"""A module whose unread body uses NAME: an error of the read, or of the parse when NAME is
+not a name."""
+
+
+@pytest.mark.parametrize("found_by", ["read", "parse"])
+@pytest.mark.parametrize("bad", ["b", "ab"])
+def test_a_read_ahead_input_with_an_error_is_reported_in_the_command_order(bad, found_by, monkeypatch, tmp_path):
+    """A child that meets an error keeps nothing; the error reported is the one the command
+    meets without the child: B's, unless A holds one too."""
+    from hloscope.api import loading
+
+    good = FIXTURES / "cpu_hsdp_accum1" / "module.hlo.txt"
+    a, b = tmp_path / "a.hlo", tmp_path / "b.hlo"
+    name = "in_{}" if found_by == "read" else "in_{} +"
+    a.write_text(BAD.replace("NAME", name.format("a")) if "a" in bad else good.read_text())
+    b.write_text(BAD.replace("NAME", name.format("b")))
+    monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = _diff_cli(a, b)
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache2"))
+    monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
+    children = _spy(monkeypatch, runtime, "in_child")
+    got = _diff_cli(a, b)
+    assert children and children[0] is not None
+    assert isinstance(expected.exception, HloSyntaxError)  # `main` says it, exit 2
+    assert isinstance(got.exception, HloSyntaxError)
+    assert str(got.exception) == str(expected.exception)
+    assert f"{bad[0]}.hlo:5:" in str(got.exception)
+    assert ("is not defined" in str(got.exception)) == (found_by == "read")

@@ -1,5 +1,6 @@
 import click
 
+from ...api.loading import reading_ahead
 from ...budget import (
     BUDGET_KINDS,
     Budget,
@@ -79,7 +80,8 @@ def check(files, module_regex, max_temp, max_collectives, expect_collectives, dy
             raise click.BadParameter(str(e).removeprefix("max-growth: "), param_hint="--max-growth") from None
     if budget.empty and baseline is None:
         raise click.UsageError("nothing to check: give --max, --expect, --max-temp, --baseline or --budget")
-    loaded = load_inputs(files, module_regex)
+    with reading_ahead([baseline] if baseline is not None else [], module_regex):  # parsed by a child meanwhile
+        loaded = load_inputs(files, module_regex)
     kwargs = budget.as_kwargs()
     if kwargs.get("max_temp") is not None or baseline is not None:
         require_scheduled(loaded, "a temp budget")

@@ -1,6 +1,7 @@
 import click
 
 from ...api.compare import diff as diff_modules
+from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
 from . import emit, json_option, load_inputs, module_option, note, require_scheduled
@@ -43,7 +44,9 @@ def diff(a, b, module_regex, top, html_out, as_json):
     The causes add up to the gap. Collective counts and held gathers of both sides follow.
     Two dump directories (or multi-module files) are compared module by module, by name.
     """
-    sides = load_inputs([a], module_regex), load_inputs([b], module_regex)
+    with reading_ahead([b], module_regex):  # B's text parsed by a child while A's is here
+        first = load_inputs([a], module_regex)
+    sides = first, load_inputs([b], module_regex)
     for side in sides:
         require_scheduled(side, "the diff")
     pairs = _pairs(*sides)
