@@ -31,6 +31,22 @@ def _cache_in_a_temporary_directory(tmp_path_factory):
         os.environ["HLOSCOPE_CACHE_DIR"] = previous
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fork_as_a_command_would():
+    """hloscope forks only where no other thread runs (`runtime.other_threads`); the suite
+    imports JAX for XLA's answers, whose threads would keep every forking path untested here.
+    The suite's processes count Python threads only, as a command's process, which has no
+    other (tests/test_parallel.py checks the rule itself in processes of their own)."""
+    import threading
+
+    from hloscope.api import runtime
+
+    real = runtime.other_threads
+    runtime.other_threads = lambda: threading.active_count() > 1
+    yield real
+    runtime.other_threads = real
+
+
 def fixture_dirs() -> list[Path]:
     return sorted(p.parent for p in FIXTURES.glob("*/module.hlo.txt"))
 

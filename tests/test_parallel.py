@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import hloscope
@@ -410,3 +412,39 @@ def test_a_read_ahead_input_with_an_error_is_reported_in_the_command_order(bad, 
     assert str(got.exception) == str(expected.exception)
     assert f"{bad[0]}.hlo:5:" in str(got.exception)
     assert ("is not defined" in str(got.exception)) == (found_by == "read")
+
+
+_IN_A_JAX_PROCESS = """
+import warnings, sys
+warnings.simplefilter("always")
+import jax.numpy as jnp
+jnp.ones(1).block_until_ready()  # a backend: JAX's threads run
+import hloscope
+from hloscope.api import runtime
+a, b = sys.argv[1:3]
+print("forks" if runtime.can_fork() else "does not fork")
+print(sorted(hloscope.diff(hloscope.load(a), hloscope.load(b)).to_dict()))
+"""
+
+
+def test_a_process_with_other_threads_does_not_fork(tmp_path):
+    """A child forked from a JAX process (a CI test calling `hloscope.diff`) would inherit
+    locks its threads hold, and JAX warns at every fork: hloscope does the work itself
+    there. A process without threads, as a command's, forks."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    env = dict(os.environ, HLOSCOPE_CACHE="0")
+    env.pop("HLOSCOPE_JOBS", None)
+    a, b = (str(FIXTURES / name / "module.hlo.txt") for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: nothing forks anyway")
+    plain = subprocess.run([sys.executable, "-c", "from hloscope.api import runtime; print(runtime.can_fork())"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert plain.stdout.strip() == "True"
+    run = subprocess.run([sys.executable, "-c", _IN_A_JAX_PROCESS, a, b], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert run.stdout.splitlines()[0] == "does not fork"
+    assert "fork" not in run.stderr, run.stderr  # JAX's "os.fork() was called" warning

@@ -9,10 +9,10 @@ analyses; `trim()` hands freed memory back to the system.
 `in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
 waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
 also send several messages, `in_child_sending`), or None where forking is not possible or
-not wanted: not Linux, threads running (`fork` copies only the caller's), one usable CPU
-(not counting those other work of the command has taken, `taking_cpus`), or
-`HLOSCOPE_JOBS=1`. Callers then do the work themselves, so results never depend on whether
-a child ran.
+not wanted: not Linux, other threads running (`fork` copies only the caller's; a JAX
+process has a dozen once it has a backend), one usable CPU (not counting those other work
+of the command has taken, `taking_cpus`), or `HLOSCOPE_JOBS=1`. Callers then do the work
+themselves, so results never depend on whether a child ran.
 """
 
 from __future__ import annotations
@@ -40,13 +40,23 @@ _taken = [0]
 def can_fork() -> bool:
     if not settings.jobs_allowed():
         return False
-    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or threading.active_count() > 1:
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux") or other_threads():
         return False
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     return cpus - _taken[0] >= 2
+
+
+def other_threads() -> bool:
+    """Whether threads besides this one run in the process, Python's or native ones (JAX's
+    runtime starts a dozen once it has a backend): a forked child gets none of them, and a
+    lock one of them held stays held in the child."""
+    try:
+        return len(os.listdir("/proc/self/task")) > 1
+    except OSError:
+        return threading.active_count() > 1
 
 
 @contextlib.contextmanager
