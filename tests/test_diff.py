@@ -74,6 +74,36 @@ def test_the_causes_add_up_to_the_gap(pair, diffs):
     assert sum(c["bytes"] for c in d.to_dict()["causes"]) == d.to_dict()["delta_temp_bytes"]
 
 
+def _primitives(name: str) -> dict[str, str]:
+    """The op each instruction's metadata names (its op_name's last component), read off the
+    module's text."""
+    plain = FIXTURES / name / "module.hlo.txt"
+    text = plain.read_text() if plain.exists() else read_dump(plain.with_suffix(".txt.gz"))
+    return {m.group(1): m.group(2).rsplit("/", 1)[-1]
+            for m in re.finditer(r'^\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name="([^"]*)"', text, re.M)}
+
+
+def test_buffers_of_one_op_match_across_sizes(diffs):
+    """The accumulation pair scales the sequence length, so the same op has another shape in B.
+    A matched buffer's partner is the same op of the program (the op its metadata names, read
+    off the text, at the same source line), and buffers of different sizes do match."""
+    pair = ("gpu_hsdp_large_accum1", "gpu_hsdp_large_accum2")
+    meta = {"a": _primitives(pair[0]), "b": _primitives(pair[1])}
+    resized = 0
+    for cause in diffs[pair].to_dict()["causes"]:
+        rows = cause.get("instructions") or {}
+        for side, other in (("a", "b"), ("b", "a")):
+            for row in rows.get(side, ()):
+                if row["matched"] is None or row["instruction"] not in meta[side]:
+                    continue
+                assert meta[side][row["instruction"]] == meta[other][row["matched"]], row
+                partner = next((r for r in rows.get(other, ()) if r["instruction"] == row["matched"]), None)
+                if partner is not None:
+                    assert partner["source"] == row["source"], (row, partner)
+                    resized += partner["bytes"] != row["bytes"]
+    assert resized, "no buffer matched its op at another size"
+
+
 def _calls(text: str) -> str | None:
     m = re.search(r"calls=%?([\w.\-]+)", text)
     return m.group(1) if m else None

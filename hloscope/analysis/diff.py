@@ -11,8 +11,8 @@ and the bytes live at the peak split by role (analysis.roles). So
 with no remainder: each term is a cause, and the causes add up to the gap. Each role's cause
 lists the instructions behind its largest buffers on both sides, matched across the two
 modules by what survives recompilation (hloscope.analysis.match): the op_name with its
-control-flow wrappers removed, the opcode and the shape, and for entry parameters the JAX
-pytree path. The diff also puts the collectives and the held gathers of both sides next to
+control-flow wrappers removed and the shape, then what is left by the op_name and source
+line alone (the same op at another size), and for entry parameters the JAX pytree path. The diff also puts the collectives and the held gathers of both sides next to
 each other, and says where each peak is.
 """
 
