@@ -80,7 +80,7 @@ def _primitives(name: str) -> dict[str, str]:
     plain = FIXTURES / name / "module.hlo.txt"
     text = plain.read_text() if plain.exists() else read_dump(plain.with_suffix(".txt.gz"))
     return {m.group(1): m.group(2).rsplit("/", 1)[-1]
-            for m in re.finditer(r'^\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name="([^"]*)"', text, re.M)}
+            for m in re.finditer(r'^\s*(?:ROOT )?%?([\w.\-]+) = .*?op_name="([^"]*)"', text, re.MULTILINE)}
 
 
 def test_buffers_of_one_op_match_across_sizes(diffs):
