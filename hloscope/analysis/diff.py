@@ -12,8 +12,9 @@ with no remainder: each term is a cause, and the causes add up to the gap. Each 
 lists the instructions behind its largest buffers on both sides, matched across the two
 modules by what survives recompilation (hloscope.analysis.match): the op_name with its
 control-flow wrappers removed and the shape, then what is left by the op_name and source
-line alone (the same op at another size), and for entry parameters the JAX pytree path. The diff also puts the collectives and the held gathers of both sides next to
-each other, and says where each peak is.
+line alone (the same op at another size), and for entry parameters the JAX pytree path.
+The diff also puts the collectives and the held gathers of both sides next to each other,
+and says where each peak is.
 """
 
 from __future__ import annotations
