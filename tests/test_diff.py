@@ -52,15 +52,7 @@ def diffs():
     return {(a, b): hloscope.diff(_load(a), _load(b)) for a, b in PAIRS}
 
 
-# The H100 FSDP vs HSDP gap is 16 KiB, 0.7% of either side's temp: smaller than what packing
-# tie-breaks leave between hloscope's temp and XLA's on gpu_hsdp_accum1 (+1.1%), so 2% of the
-# gap cannot hold there. Kept as a strict expected failure, to be seen, not hidden.
-_GAP_BELOW_TEMP_ACCURACY = {("gpu_fsdp", "gpu_hsdp_accum1")}
-
-
-@pytest.mark.parametrize("pair", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="gap smaller than hloscope's temp accuracy on these fixtures"))
-    if p in _GAP_BELOW_TEMP_ACCURACY else p for p in PAIRS], ids="-vs-".join)
+@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
 def test_the_gap_is_xlas(pair, diffs):
     d = diffs[pair]
     xla = _xla_temp(pair[1]) - _xla_temp(pair[0])

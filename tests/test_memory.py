@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 
 import pytest
 
@@ -60,20 +59,13 @@ def test_argument_output_alias_are_xlas(path, results):
 
 
 @pytest.mark.parametrize("path", CPU_GPU, ids=lambda p: p.name)
-def test_temp_within_5_percent(path, results):
+def test_temp_is_xlas(path, results):
+    # To the byte, on CPU and GPU: the best-fit heap replayed in XLA's two orders, and above
+    # it the tuple tables' allocations of their own (they were in the heap: up to 1.1% off).
     ours, xla = results[path.name]
-    assert ours.temp_bytes == pytest.approx(xla["temp_size_in_bytes"], rel=0.05)
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
     # Packing never beats the bytes live at one step.
     assert ours.temp_bytes >= ours.temp_max_live_bytes
-
-
-def test_temp_median_within_1_percent(results):
-    errors = [abs(ours.temp_bytes / xla["temp_size_in_bytes"] - 1)
-              for name, (ours, xla) in results.items() if name.startswith(("cpu_", "gpu_"))]
-    assert len(errors) >= 9
-    assert statistics.median(errors) <= 0.01
-    # Measured: CPU fixtures agree within 0.7% (six of seven within 0.01%), GPU within 1.8%.
-    assert max(errors) <= 0.02
 
 
 @pytest.mark.parametrize("path", TPU, ids=lambda p: p.name)
@@ -114,30 +106,31 @@ def test_cpu_peak_is_xlas_static_part(path, results):
 
 @pytest.mark.parametrize("path", [p for p in ALL if p.name.startswith("gpu_")] + LARGE_TPU, ids=lambda p: p.name)
 def test_peak_is_xlas_peak_memory(path, results):
-    # Static part plus the most heap bytes live at once (no packing). Measured: GPU within
-    # 0.005% (most to the byte), TPU real scale +0.54% and +0.001%.
+    # Static part plus the most heap bytes live at once (no packing): GPU to the byte (tuple
+    # tables, outside the heap, have no part in it), TPU real scale measured +0.54% and +0.001%.
     ours, xla = results[path.name]
+    if path.name.startswith("gpu_"):
+        assert ours.peak_bytes == xla["peak_memory_in_bytes"]
     assert ours.peak_bytes == pytest.approx(xla["peak_memory_in_bytes"], rel=0.01)
     assert ours.peak_bytes == ours.static_bytes + ours.temp_max_live_bytes or path.name.startswith("tpu_")
 
 
 @pytest.mark.parametrize("path", LARGE_GPU, ids=lambda p: p.name)
-def test_real_scale_gpu_temp_within_1_percent(path, results):
+def test_real_scale_gpu_temp_is_xlas(path, results):
     # Issue 13: hloscope came out 4-7% high here. XLA's packing is perfect on these (its temp
     # is the most bytes live at one step, within 0.01%); what was missing is the H100
     # backend's buffer-sharing hint (a fusion output may be written over an operand of
-    # another shape, a reduction hero ends the walk) and XLA's allocation reuse. Measured:
-    # -0.003%, -0.002%.
+    # another shape, a reduction hero ends the walk) and XLA's allocation reuse; then the
+    # tuple tables above the heap, and the one a variadic reduce-scatter's sugar hides.
     ours, xla = results[path.name]
-    assert ours.temp_bytes == pytest.approx(xla["temp_size_in_bytes"], rel=0.01)
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
     assert ours.temp_bytes >= ours.temp_max_live_bytes
 
 
 def test_real_scale_gpu_accumulation_gap(results):
     # The gap a diff of accumulation 1 and 2 reports (it was misstated by ~8%).
     (one, x1), (two, x2) = results["gpu_hsdp_large_accum1"], results["gpu_hsdp_large_accum2"]
-    assert two.temp_bytes - one.temp_bytes == pytest.approx(
-        x2["temp_size_in_bytes"] - x1["temp_size_in_bytes"], rel=0.01)
+    assert two.temp_bytes - one.temp_bytes == x2["temp_size_in_bytes"] - x1["temp_size_in_bytes"]
 
 
 @pytest.mark.parametrize("path", LARGE_TPU, ids=lambda p: p.name)
@@ -336,7 +329,9 @@ def test_real_scale_gpu_shares_slots_as_xla(path):
     heap = build_memory_model(module).heaps[0]
     offsets = {(v.instruction.name, "{" + ",".join(map(str, v.index)) + "}"): o for v, o in heap.offsets.items()}
     _, ranges = parse_live_range_dump(read_dump(path / "live-range.txt.gz"))
-    values = sorted(default_temp_allocation(path)["values"], key=lambda v: v["offset"])
+    # Tuple tables are not in the heap: each buffer of them has an allocation of its own.
+    values = sorted((v for v in default_temp_allocation(path)["values"] if not v["shape"].startswith("(")),
+                    key=lambda v: v["offset"])
     pairs = []
     for i, x in enumerate(values):
         for y in values[i + 1:]:

@@ -266,7 +266,8 @@ class Heap:
     """The temp heap of one memory space."""
 
     size: int
-    """Packed size in bytes: XLA's `temp_size_in_bytes` estimate."""
+    """Packed size in bytes, with the tuple tables' allocations above the packing (memory.py):
+    XLA's `temp_size_in_bytes`."""
     max_live: int
     """The largest sum of live bytes at one step (no fragmentation)."""
     max_live_at: int

@@ -303,6 +303,7 @@ class _Assigner:
 
     def __init__(self, df: Dataflow, live: LiveRanges, may_share, platform: str):
         self.df, self.ranges, self.may_share = df, live.ranges, may_share
+        self.platform = platform
         self.time = live.schedule.time
         self.span = live.schedule.span
         self.allocations: list[_Allocation] = []
@@ -348,12 +349,15 @@ class _Assigner:
                 self.new(b, size, space, "parameter", live_out, has_alias)
                 return
         if any(v.shape.is_tuple for v in vs):
-            # A tuple's pointer table goes to the heap (or an allocation of its own when
-            # returned): in every dump, CPU, GPU and TPU, none shares another's allocation.
+            # A tuple table gets an allocation of its own (XLA AssignSingleHloBuffer,
+            # `set_is_tuple`), without heap events, placed above the heap (`_combined_temp`).
+            # TPU's tables are in its HBM heap, each in a slot of its own (`pinned`).
             if live_out:
                 self.new(b, size, space, "output", True, False)
-            else:
+            elif self.platform == "tpu":
                 self.temp.append(b)
+            else:
+                self.new(b, size, space, "tuple", False, False)
             return
         for v in vs:
             if not v.index:
@@ -601,6 +605,46 @@ def _alignment(platform: str, space: int, alignment: int | None) -> int:
     return ALIGNMENT.get(platform, 1)
 
 
+def _tuple_tables(allocations, df: Dataflow, live: LiveRanges, platform: str) -> dict[int, list[int]]:
+    """The sizes of the temp tuple tables' allocations, by memory space (CPU and GPU: XLA's
+    AssignSingleHloBuffer gives each tuple-shaped buffer an allocation of its own, never
+    the heap's). Async printing sugar hides a wrapped computation whose ROOT tuple (a
+    variadic reduce-scatter's) is one more, as large as the start's result `{1}`. None on
+    TPU, whose tables are in its heap."""
+    sizes: dict[int, list[int]] = {}
+    if platform == "tpu":
+        return sizes
+    for a in allocations:
+        if a.kind == "tuple":
+            sizes.setdefault(a.space, []).append(a.size)
+    time = live.schedule.time
+    for start, wrapped in df.async_wrapped.items():
+        out = df.value_sets.get(start, {}).get((1,))
+        if wrapped is None and start.info.sugar and start in time and out is not None and out.shape.is_tuple:
+            sizes.setdefault(out.shape.memory_space, []).append(out.size)
+    return sizes
+
+
+def _combined_temp(heap_size: int, tuple_sizes: list[int], alignment: int) -> int:
+    """XLA CombineTempAllocations: the temp allocations of a memory space end to end, each
+    at the aligned end of the one before. Buffers are assigned largest first, so the tuple
+    tables' allocations are made largest first, before the heap's; the unstable
+    `std::partition` that gathers the temp allocations then leaves the heap first and the
+    tables in reverse, the largest last (every CPU and GPU dump). Another order would change
+    the total by less than the alignment: only the last allocation is not rounded up."""
+    if not tuple_sizes:
+        return heap_size
+    *rest, last = sorted(tuple_sizes)
+    size = _round_up(heap_size, alignment)
+    for t in rest:
+        size += _round_up(t, alignment)
+    return size + last
+
+
+def _round_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
 def _is_tuple_table(v: Value) -> bool:
     return v.shape.is_tuple
 
@@ -634,6 +678,7 @@ def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts 
     for b in assigner.temp:
         for v in df.buffers[b]:
             by_space.setdefault(v.shape.memory_space, []).append(v)
+    tables = _tuple_tables(assigner.allocations, df, live, platform)
     del assigner
     heaps: dict[int, Heap] = {}
     for space, vs in by_space.items():
@@ -648,6 +693,10 @@ def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts 
                                      sharing.may_share_any, executor, pinned,
                                      "start" if platform == "tpu" and space == 0 else "best")
         del sharing
+    for space, sizes in tables.items():
+        heap = heaps.get(space) or Heap(0, 0, 0, [0] * (live.schedule.end + 1), {}, "spatial")
+        heaps[space] = dataclasses.replace(
+            heap, size=_combined_temp(heap.size, sizes, _alignment(platform, space, alignment)))
     return MemoryModel(module, platform, df, live, heaps, argument, output, alias, static)
 
 
