@@ -254,3 +254,44 @@ def test_the_diff_prices_a_remat_change(plain, remat):
     assert abs(trade["delta_flops"] - xla_increase) <= 0.02 * abs(xla_increase), (trade["delta_flops"], xla_increase)
     assert trade["b"]["recompute_flops"] > trade["a"]["recompute_flops"]
     assert trade["b"]["recomputed"]
+
+
+_MOVED = """HloModule m, is_scheduled=true
+
+ENTRY e {
+  p = f32[1024] parameter(0)
+  f = f32[1024] exponential(p), metadata={op_name="jit(step)/jvp(f)/exp"}
+  MOVE
+  g = f32[1024] negate(f), metadata={op_name="jit(step)/jvp(f)/neg"}
+  b = f32[1024] multiply(d, g), metadata={op_name="jit(step)/transpose(jvp(f))/mul"}
+  ROOT r = f32[1024] add(b, b), metadata={op_name="jit(step)/transpose(jvp(f))/add"}
+}
+"""
+
+
+def _roles_of(text: str) -> dict[str, str]:
+    from hloscope.analysis.memory import build_memory_model
+    from hloscope.analysis.roles import assign_roles
+
+    module = hloscope.parse(text)
+    model = build_memory_model(module, "gpu")
+    roles = assign_roles(module, model)
+    return {f"{v.instruction.name}{list(v.index) if v.index else ''}": roles.of(v) for v in model.dataflow.values}
+
+
+def test_a_move_without_metadata_plays_the_part_of_what_it_moves():
+    """A forward value the backward pass reads only through a copy XLA added (an eviction and
+    a fetch back, without metadata) is an activation, and so is the copy."""
+    moved = _roles_of(_MOVED.replace("MOVE", "c = (f32[1024], f32[1024], u32[]) copy-start(f)\n"
+                                             "  d = f32[1024] copy-done(c)"))
+    assert moved["f"] == moved["c[0]"] == "activations"
+    copied = _roles_of(_MOVED.replace("MOVE", "d = f32[1024] copy(f)"))
+    assert copied["f"] == copied["d"] == "activations"
+
+
+def test_an_op_without_metadata_that_computes_is_no_move():
+    """What an op without metadata computes is not what it reads: its result is unknown, and
+    its operand is not read by the backward pass through it."""
+    computed = _roles_of(_MOVED.replace("MOVE", "d = f32[1024] sine(f)"))
+    assert computed["d"] == "unknown"
+    assert computed["f"] == "temporaries"

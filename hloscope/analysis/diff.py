@@ -168,9 +168,9 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
     pb = b.memory.temp_bytes - b.memory.temp_max_live_bytes
     if pa != pb:
         causes.append(Cause(kind="packing", role=None, bytes=pb - pa, a_bytes=pa, b_bytes=pb,
-                            description="best-fit packing (and the tuple tables above it) leaves more room around "
-                            "the live buffers" if pb > pa else "best-fit packing (and the tuple tables above it) "
-                            "leaves less room around the live buffers"))
+                            description="best-fit packing leaves more room around the live buffers (tuple "
+                            "tables included)" if pb > pa else "best-fit packing leaves less room around the live "
+                            "buffers (tuple tables included)"))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
     result = DiffResult(a, b, "", tuple(causes), names)
     return DiffResult(a, b, _summary(result), tuple(causes), names)

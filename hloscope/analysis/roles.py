@@ -15,8 +15,11 @@ names a user chose:
   - `gradients`: backward values that reach a gradient reduction (reduce-scatter, all-reduce),
     the optimizer update, or the outputs, and the reductions' results;
   - `collective_buffers`: results of collectives not classified above;
-  - `activations`: forward values the backward pass reads (saved residuals);
+  - `activations`: forward values the backward pass reads (saved residuals), itself or moved;
   - `temporaries`: any other value whose defining op carries metadata;
+  - a move without metadata (XLA's copies, slices and concatenations between memory spaces
+    and layouts, `ir.opcodes.moves_data`) plays the part of what it moves, when all it
+    moves plays one;
   - `unknown`: values whose defining op has no metadata.
 
 `roles_at_peak` sums the bytes the device holds at the peak step by role: the arguments, the
@@ -30,8 +33,10 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir.attributes import unquote
 from ..ir.module import Instruction
 from ..ir.opcodes import info as opinfo
+from ..ir.opcodes import moves_data as opcode_moves_data
 from .callgraph import loop_parts
 from .dataflow import Value
 from .gathers import BACKWARD, FORWARD, OTHER, carried_values, gathered_values, side_of
@@ -115,11 +120,42 @@ class Roles:
             return "gradients"
         if op.collective is not None:
             return "collective_buffers"
-        if side == FORWARD and any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses):
+        if side == FORWARD and self._read_backward(v):
             return "activations"
         if side is None:
-            return "unknown"
+            sources = self._moved(v)
+            roles = {self.of(s) for s in sources} if sources else set()
+            return roles.pop() if len(roles) == 1 else "unknown"
         return "temporaries"
+
+    def _read_backward(self, v: Value, depth: int = 0) -> bool:
+        """Whether the backward pass reads `v`, or a move of it without metadata (on TPU a
+        saved activation is evicted to HBM, fetched back in slices and concatenated again,
+        by ops that carry none)."""
+        if any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses):
+            return True
+        if depth >= 32:
+            return False
+        df = self.model.dataflow
+        for user, _, _ in v.uses:
+            if user.op_name is None and _moves_data(user):
+                for w in df.value_sets.get(user, {}).values():
+                    if w.instruction is user and w is not v and self._read_backward(w, depth + 1):
+                        return True
+        return False
+
+    def _moved(self, v: Value) -> list[Value] | None:
+        """What `v` holds the bytes of, when a move without metadata defines it: its operands'
+        arrays (a copy-start's or slice-start's data, not its context scalar). None for any
+        other value."""
+        inst = v.instruction
+        if inst.op_name is not None or not inst.operands or not _moves_data(inst) or v.shape.is_tuple:
+            return None
+        if inst.info.async_role == "start" and not v.shape.dimensions:
+            return None  # the start's context (a sync flag), not the data
+        values = self.model.dataflow.value_sets
+        sources = [values.get(o, {}).get(()) for o in inst.operands if o.shape.is_array]
+        return [s for s in sources if s is not None] or None
 
     def _feeds_gradient_sink(self, v: Value, depth: int = 0) -> bool:
         """Whether `v` reaches a gradient sink (a gradient reduction, the optimizer update, a
@@ -148,6 +184,11 @@ class Roles:
 _KEEPS_GRADIENT = frozenset({"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "add", "subtract",
                              "multiply", "divide", "negate", "select", "concatenate", "slice", "dynamic-slice",
                              "dynamic-update-slice", "broadcast"})
+
+
+def _moves_data(inst: Instruction) -> bool:
+    target = inst.attributes.get("custom_call_target") if inst.opcode == "custom-call" else None
+    return opcode_moves_data(inst.opcode, unquote(target) if target else None)
 
 
 def _keeps_gradient(inst: Instruction) -> bool:

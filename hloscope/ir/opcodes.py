@@ -94,6 +94,10 @@ class OpInfo:
     fusion: its computation is the op's own code, never a step of the schedule), `applied`
     (a reducer, comparator or scatter combiner applied element by element, thread-local);
     None when it calls nothing, or hloscope does not know what its callees do (custom-call)."""
+    moves_data: bool = False
+    """Its output is (part of) its operands' bytes as they are, nothing computed: bitcast,
+    copy, reshape, transpose, slices, concatenate, and the asynchronous forms of these (the
+    moves between memory spaces XLA adds, often without metadata)."""
     sugar: bool = False
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
@@ -202,6 +206,9 @@ for _kind in ("all-gather", "all-reduce", "collective-permute"):
     )
 for _name in _APPLIES:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], calls_kind="applied")
+for _name in ("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "slice", "dynamic-slice",
+              "concatenate"):
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], moves_data=True)
 for _name in _ELEMENTWISE:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
 for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
@@ -232,9 +239,22 @@ def info(opcode: str) -> OpInfo:
                     wrapped=base,
                     value_rule=_SUGAR_VALUE_RULES[role],
                     start_element=1 if role == "done" else None,
+                    moves_data=wrapped.moves_data,
                     sugar=True,
                 )
     return OpInfo(name=opcode, canonical=opcode, known=False)
+
+
+MOVING_CUSTOM_CALL_TARGETS = frozenset({"ConcatBitcast"})
+"""custom-call targets that only move data: TPU's concatenation of the slices its memory-space
+assignment fetches back (in every TPU dump, fed by `slice-done`s)."""
+
+
+def moves_data(opcode: str, custom_call_target: str | None = None) -> bool:
+    """Whether an op of this opcode (a custom-call: of this target) only moves data."""
+    if opcode == "custom-call":
+        return custom_call_target in MOVING_CUSTOM_CALL_TARGETS
+    return info(opcode).moves_data
 
 
 def all_known() -> list[str]:
