@@ -33,9 +33,15 @@ PAIRS = [
     ("gpu_hsdp_large_accum1", "gpu_hsdp_large_accum2"),  # the real-scale H100 step
     ("gpu_remat_full", "gpu_remat_dots"),     # two remat policies, H100
     ("gpu_fsdp", "gpu_hsdp_accum1"),          # FSDP vs HSDP, H100
+    ("tpu_hsdp_large_accum1", "tpu_hsdp_large_accum2"),  # the real-scale TPU v5e step
+    ("tpu_hsdp_accum1", "tpu_hsdp_accum2"),   # TPU: both temps 0, as libtpu says
 ]
-# TPU pairs are left out of the gap: libtpu's temp_size_in_bytes adds an amount the text does
-# not determine, and hloscope reports TPU temp as a lower bound (tests/test_memory.py).
+# hloscope's TPU temp follows libtpu's rule (twice the HBM temp allocation less its peak
+# buffers: tests/test_memory.py), within 1% at real scale, not to the byte.
+METADATA_PAIRS = [p for p in PAIRS if not p[0].startswith("tpu_")]
+"""The pairs whose leading cause the metadata alone can check: at XLA's TPU peak most bytes
+are values of memory-space moves (copy-start, slice-start) that carry no metadata, and the
+small TPU steps report no temp at all."""
 
 
 def _xla_temp(name: str) -> int:
@@ -127,7 +133,7 @@ _GROUP_OF_ROLE = {"gathered_parameters": "gathered", "gradients": "backward", "a
 
 
 @pytest.mark.xla
-@pytest.mark.parametrize("pair", PAIRS, ids="-vs-".join)
+@pytest.mark.parametrize("pair", METADATA_PAIRS, ids="-vs-".join)
 def test_the_leading_cause_is_what_xla_holds_more_of(pair, diffs):
     d = diffs[pair]
     held_a, held_b = _xla_held_at_peak(pair[0]), _xla_held_at_peak(pair[1])

@@ -275,6 +275,53 @@ class Heap:
     """Bytes live at each step."""
     offsets: dict[Value, int]
     strategy: str
+    peak_buffers_bytes: int = 0
+    """The bytes of XLA's `PeakMemoryLogicalBuffers()` of the heap's allocation, as its
+    ComputePeakMemoryLogicalBuffers replays the heap trace: values kept for the whole
+    schedule (`packed_whole_program`, TPU's tuple tables: allocations of their own) are
+    not in the trace. A shared buffer counts while its first value lives (or once more
+    when shared after that value's FREE), not while any of its values lives, so it can
+    be less than `max_live`."""
+
+
+class _Trace:
+    """XLA's ComputePeakMemoryLogicalBuffers: the heap trace's events (ALLOC, SHARE_WITH, FREE)
+    replayed for the most bytes they hold at once. A value shared into another's slot adds
+    its bytes only when that slot has no value outstanding, so a buffer whose first value is
+    freed before the rest counts once more, and one whose values overlap counts once.
+    Values packed for the whole program (`simulate_heap`'s `packed_whole_program`: TPU's
+    tuple tables, each an allocation of its own) have no events."""
+
+    __slots__ = ("canonical", "counted", "live", "outstanding", "peak", "untraced")
+
+    def __init__(self, untraced):
+        self.untraced = untraced
+        self.outstanding: dict[Value, int] = {}
+        self.canonical: dict[Value, Value] = {}
+        self.counted: dict[Value, int] = {}
+        self.live = self.peak = 0
+
+    def alloc(self, v: Value) -> None:
+        if self.untraced is None or not self.untraced(v):
+            self.outstanding[v] = 1
+            self._add(v, v.size)
+
+    def share(self, v: Value, slot_of: Value) -> None:
+        if self.untraced is None or not self.untraced(v):
+            self.canonical[v] = slot_of
+            n = self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) + 1
+            self._add(v, v.size if n == 1 else 0)
+
+    def free(self, v: Value) -> None:
+        if self.untraced is None or not self.untraced(v):
+            slot_of = self.canonical.get(v, v)
+            self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) - 1
+            self.live -= self.counted[v]
+
+    def _add(self, v: Value, size: int) -> None:
+        self.counted[v] = size
+        self.live += size
+        self.peak = max(self.peak, self.live)
 
 
 class _Group:
@@ -346,6 +393,8 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # orders equal-sized buffers by this event-time duration.
     clock = 0
     event: dict[Value, list[int]] = {}
+    trace = _Trace(packed_whole_program)
+    first_value: dict[int, Value] = {}
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())
         # Instructions defining what dies now: an operand not among them cannot hand over its
@@ -360,6 +409,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 group_of[v] = g
                 event[v] = [clock, -1]
                 clock += 1
+                trace.share(v, first_value.get(v.buffer, g.first))
                 continue
             shared = False
             inst = v.instruction
@@ -379,6 +429,8 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                     freed_now.remove(ov)
                     event[ov][1] = clock
                     clock += 1
+                    trace.free(ov)
+                    trace.share(v, ov)
                     g = group_of[ov]
                     g.values.append(v)
                     g.intervals.append(ranges[v])
@@ -395,11 +447,14 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 groups.append(g)
                 group_of[v] = g
                 first_in_buffer[v.buffer] = g
+                first_value[v.buffer] = v
                 event[v] = [clock, -1]
                 clock += 1
+                trace.alloc(v)
         for v in freed_now:
             event[v][1] = clock
             clock += 1
+            trace.free(v)
     for g in groups:
         first_event = event[g.first]
         g.own_span = first_event[0] - first_event[1]
@@ -451,7 +506,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             return pinned, min(map(_first, g.intervals))
         size, group_offsets = _best_fit(sorted(groups, key=lambda g: (start(g), -g.size, g.first.id)), alignment)
         offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
-        return Heap(size, max_live, max_live_at, timeline, offsets, "start")
+        return Heap(size, max_live, max_live_at, timeline, offsets, "start", trace.peak)
 
     if second is not None:
         size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
@@ -480,7 +535,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             best = (size, offsets, name)
     size, group_offsets, strategy = best if best else (0, {}, "spatial")
     offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
-    return Heap(size, max_live, max_live_at, timeline, offsets, strategy)
+    return Heap(size, max_live, max_live_at, timeline, offsets, strategy, trace.peak)
 
 
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)

@@ -45,6 +45,11 @@ flags (S(2)) pack at 4 bytes); other spaces `ALIGNMENT["tpu"]`."""
 TPU_TUPLE_TABLE_BYTES = 512
 """A tuple's pointer table on TPU: 512 bytes in every TPU dump (tuples of 1 to 104 elements)."""
 
+TPU_HBM_PROGRAM_ALIGNMENT = 16384
+"""libtpu rounds the HBM temp allocation up to this when it places it (`AllocateHloBuffer
+hbm ... size: S (original size: A)` in its program_memory_allocator log, S the next 16 KiB
+multiple of A, `alignment_bytes: 16384`)."""
+
 TPU_UNTILED_MIN_ELEMENTS = 1024
 """TPU allocates an array without tiles (`u32[]`, `s32[2]{0:S(4)}`, outside the sync flag
 space S(2)) as at least this many elements: 4096 bytes for a 32-bit scalar, 1024 for a pred,
@@ -752,18 +757,29 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
 
 
 def _tpu_temp(heap: Heap) -> tuple[int, str]:
-    """TPU's temp as far as the text determines it, and a note on the rest.
+    """libtpu's `temp_size_in_bytes` from the HBM temp heap (the dump's default-colour
+    `preallocated-temp` allocation, packed here).
 
-    libtpu's `temp_size_in_bytes` is not its dump's default-colour `preallocated-temp`
-    allocation (the heap packed here). Measured (fixtures and programs of one growing
-    array, libtpu 0.0.42.1, v5e): it is 0 whenever that allocation holds nothing but tuple
-    pointer tables (2 MB of them on the small fixtures), and otherwise that allocation plus
-    an amount its dumps do not show: +0 (no tuple table), +31744 bytes (one), +9.4% and
-    +24% on the real-scale HSDP steps of accumulation 1 and 2. So: 0 for tuple tables only,
-    else the packed allocation, a lower bound."""
+    libtpu (0.0.42.1, v5e; its `program_memory_allocator` log at
+    `TPU_VMODULE=program_memory_allocator=5`) places that allocation as one HLO buffer of
+    `size` = the allocation rounded up to `TPU_HBM_PROGRAM_ALIGNMENT` and `sum_buffer_sizes` =
+    the bytes of the allocation's `PeakMemoryLogicalBuffers()` (XLA
+    ComputePeakMemoryLogicalBuffers: the heap trace's peak set, plus one value per tuple
+    table, each an allocation of its own), and reports `size + (size - sum_buffer_sizes)`:
+    the allocation plus its fragmentation once more. Exact on both real-scale fixtures and
+    on every program tried (with libtpu's logged `size` and `sum_buffer_sizes`). An
+    allocation of tuple tables only is no HLO buffer at all (libtpu makes each table a
+    global): 0. Not modelled: libtpu also reported 0 for one allocation of tuple tables and
+    a while condition's `pred[]` (a 2048x2048 scan, 5 steps)."""
     if all(v.shape.is_tuple for v in heap.offsets):
         return 0, (f"TPU: temp 0 as libtpu reports it: the HBM temp allocation ({heap.size} bytes) "
                    "holds only tuple pointer tables")
-    return heap.size, ("TPU: temp is the HBM temp allocation as the text determines it (a lower bound); "
-                       "libtpu's temp_size_in_bytes adds an amount its dumps do not show "
-                       "(measured +0 to +24%)")
+    tables: dict[int, int] = {}
+    for v in heap.offsets:
+        if v.shape.is_tuple:
+            tables[v.buffer] = max(tables.get(v.buffer, 0), v.size)
+    size = _round_up(heap.size, TPU_HBM_PROGRAM_ALIGNMENT)
+    peak = heap.peak_buffers_bytes + sum(tables.values())
+    return 2 * size - peak, (f"TPU: temp is libtpu's 2 x HBM temp allocation ({size} bytes, "
+                             f"{TPU_HBM_PROGRAM_ALIGNMENT // 1024} KiB-aligned) - its peak buffers ({peak} bytes): "
+                             "the allocation plus its fragmentation")
