@@ -276,7 +276,8 @@ class Heap:
     offsets: dict[Value, int]
     strategy: str
     peak_buffers_bytes: int = 0
-    """The bytes of XLA's `PeakMemoryLogicalBuffers()` of the heap's allocation, as its
+    """(Replayed on request: `simulate_heap`'s `peak_buffers`, else 0.) The bytes of XLA's
+    `PeakMemoryLogicalBuffers()` of the heap's allocation, as its
     ComputePeakMemoryLogicalBuffers replays the heap trace: values kept for the whole
     schedule (`packed_whole_program`, TPU's tuple tables: allocations of their own) are
     not in the trace. A shared buffer counts while its first value lives (or once more
@@ -324,6 +325,24 @@ class _Trace:
         self.peak = max(self.peak, self.live)
 
 
+class _Untraced:
+    """No replay of the heap trace: `Heap.peak_buffers_bytes` stays 0."""
+
+    peak = 0
+
+    def alloc(self, v: Value) -> None:
+        pass
+
+    def share(self, v: Value, slot_of: Value) -> None:
+        pass
+
+    def free(self, v: Value) -> None:
+        pass
+
+
+_UNTRACED = _Untraced()
+
+
 class _Group:
     __slots__ = ("values", "intervals", "size", "first", "own_span", "span")
 
@@ -340,7 +359,7 @@ class _Group:
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
                   may_share: "callable | None" = None, may_share_any: "callable | None" = None,
                   executor: Executor = INLINE, packed_whole_program: "callable | None" = None,
-                  order: str = "best") -> Heap:
+                  order: str = "best", peak_buffers: bool = False) -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
 
     `order`: "best" packs in XLA's two orders and keeps the smaller heap (CPU, GPU);
@@ -350,6 +369,8 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     `packed_whole_program(value)` True: the packing keeps that value's slot for the whole
     schedule (TPU's tuple tables in HBM, see `memory.py`); its bytes count as live only over
     its own interval in `max_live` and `timeline`, as XLA's heap trace counts them.
+    `peak_buffers`: also replay the heap trace for `Heap.peak_buffers_bytes` (`_Trace`),
+    which TPU's temp needs (a few MB of bookkeeping on a large heap, else spared).
 
     At each step, values that start are allocated before values that end are freed. A value
     whose buffer already has a placed value takes the same place. A lone value may take over
@@ -393,7 +414,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # orders equal-sized buffers by this event-time duration.
     clock = 0
     event: dict[Value, list[int]] = {}
-    trace = _Trace(packed_whole_program)
+    trace = _Trace(packed_whole_program) if peak_buffers else _UNTRACED
     first_value: dict[int, Value] = {}
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())

@@ -696,7 +696,8 @@ def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts 
         pinned = _is_tuple_table if platform == "tpu" and space == 0 else None
         heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment), sharing.may_share,
                                      sharing.may_share_any, executor, pinned,
-                                     "start" if platform == "tpu" and space == 0 else "best")
+                                     "start" if platform == "tpu" and space == 0 else "best",
+                                     peak_buffers=platform == "tpu" and space == 0)
         del sharing
     for space, sizes in tables.items():
         heap = heaps.get(space) or Heap(0, 0, 0, [0] * (live.schedule.end + 1), {}, "spatial")
