@@ -64,6 +64,7 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
             "peak_bytes": result.peak_bytes,
             "total_bytes": result.total_bytes,
         },
+        "notes": list(result.notes),
         "steps": list(result.steps),
         # Stacked bottom to top.
         "series": series,
@@ -184,6 +185,7 @@ h3 { font-size: 14px; margin: 18px 0 6px; font-weight: 600; }
 main { padding: 8px 24px 40px; }
 section.module { margin-top: 14px; }
 .figures { display: flex; flex-wrap: wrap; gap: 8px; margin: 4px 0 10px; }
+.note { margin: 0 0 8px; color: #555; font-size: 13px; }
 .figure { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 6px 10px; min-width: 150px; }
 .figure .k { color: var(--muted); font-size: 12px; }
 .figure .v { font-size: 16px; font-weight: 600; font-variant-numeric: tabular-nums; }
@@ -529,6 +531,7 @@ _SCRIPT = r"""
     figs.appendChild(figure("device total", f.total_bytes, "args + outs − aliased + temp"));
     figs.appendChild(figure("XLA's peak (peak_bytes)", f.peak_bytes, "largest static buffers + most heap live"));
     sec.appendChild(figs);
+    for (const note of mod.notes || []) sec.appendChild(el("p", {class: "note"}, note));
 
     const controls = el("div", {class: "controls"});
     const from = el("input", {type: "number", min: 0, step: 1, "aria-label": "first step", class: "from"});

@@ -110,6 +110,7 @@ def test_page_carries_what_memory_found():
                            "bytes": r.timeline[r.peak_at["index"]]}
     assert mod["live_at_peak"] == [b.to_dict() for b in r.live_at_peak]
     assert mod["figures"]["temp_bytes"] == r.temp_bytes and mod["figures"]["peak_bytes"] == r.peak_bytes
+    assert mod["notes"] == list(r.notes)
 
 
 def test_cli_writes_the_page(tmp_path):
@@ -232,6 +233,8 @@ def test_fixture_page_in_chromium(browser, tmp_path):
     assert marker.is_visible()
     assert marker.get_attribute("data-step") == str(at)
     assert r.peak_at["instruction"] in page.text_content("#module-0 .peak-label")
+    # What the analysis notes (how a figure was found) is said under the figures.
+    assert [n.inner_text() for n in page.locator("#module-0 .note").all()] == list(r.notes)
 
     marker.hover()
     tip = opened.tooltip()
@@ -252,6 +255,16 @@ def test_fixture_page_in_chromium(browser, tmp_path):
     assert sum(b.bytes for b in r.live_at_peak) == r.timeline[at]
 
     save_screenshot(opened, tmp_path / "memory-fixture.png")
+    assert_clean(opened)
+
+
+def test_the_notes_of_a_tpu_page_are_under_its_figures(browser, tmp_path):
+    """How a figure was found (TPU: libtpu's rule for temp) is said where the figure is."""
+    path = FIXTURE.parent.parent / "tpu_hsdp_accum1" / "module.hlo.txt"
+    r = hloscope.load(path).memory()
+    assert r.notes
+    opened = open_page(browser, tmp_path, r, "tpu.html", str(path))
+    assert [n.inner_text() for n in opened.page.locator("#module-0 .note").all()] == list(r.notes)
     assert_clean(opened)
 
 
