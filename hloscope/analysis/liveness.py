@@ -415,7 +415,6 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     clock = 0
     event: dict[Value, list[int]] = {}
     trace = _Trace(packed_whole_program) if peak_buffers else _UNTRACED
-    first_value: dict[int, Value] = {}
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())
         # Instructions defining what dies now: an operand not among them cannot hand over its
@@ -430,7 +429,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 group_of[v] = g
                 event[v] = [clock, -1]
                 clock += 1
-                trace.share(v, first_value.get(v.buffer, g.first))
+                trace.share(v, g.first)  # the buffer's first value (a takeover is of a lone value)
                 continue
             shared = False
             inst = v.instruction
@@ -468,7 +467,6 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                 groups.append(g)
                 group_of[v] = g
                 first_in_buffer[v.buffer] = g
-                first_value[v.buffer] = v
                 event[v] = [clock, -1]
                 clock += 1
                 trace.alloc(v)
