@@ -161,6 +161,123 @@ def test_lazy_bodies_read_the_same_module():
                     for i in b.instructions], (path.name, a.name)
 
 
+def _as_read(comp) -> list[tuple]:
+    """What a read finds of a computation's instructions (an inline callee's name, made of
+    an object's id, left out)."""
+    import re
+
+    def unnamed(pieces):
+        return [re.sub(r" inline \d+", " inline", str(piece)) for piece in pieces]
+
+    return [(i.name, i.opcode, i.shape.text, [o.name for o in i.operands], unnamed(i.attributes.written()), i.line,
+             [u.name for u in i.users], i.is_root, i.literal, i.parameter_number, unnamed(i.called_computation_names))
+            for i in comp.instructions] + [comp.root.name]
+
+
+def test_bodies_read_as_copies_are_what_a_read_finds():
+    """`Module.read_all` reads a body that repeats one read before, up to the names of its
+    instructions, as a copy of it (text.parser._Original): every instruction, operand, user,
+    line, attribute and callee is what the full parse finds, on the fixtures and the corpus,
+    and a verdict (an error) is the full parse's."""
+    from .conftest import corpus_texts_or_none, fixture_texts
+
+    copies = 0
+    for text in fixture_texts() + corpus_texts_or_none():
+        try:
+            eager = hloscope.parse_all(text)
+        except hloscope.HloSyntaxError as e:
+            with pytest.raises(hloscope.HloSyntaxError) as lazily:
+                for m in hloscope.parse_all(text, lazy=True):
+                    m.read_all()
+            assert (lazily.value.message, lazily.value.line, lazily.value.column) == (e.message, e.line, e.column)
+            continue
+        lazy = hloscope.parse_all(text, lazy=True)
+        for a, b in zip(eager, lazy):
+            b.read_all()
+            for x, y in zip(a.computations, b.computations):
+                assert _as_read(x) == _as_read(y), (a.name, x.name)
+                if y.copy_of is not None:
+                    copies += 1
+                    assert _as_read(y.copy_of) == _as_read(a.computation(y.copy_of.name))
+    assert copies > 100  # the fixtures' unrolled layers repeat their fusions
+
+
+_REPEATED = """HloModule m
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+%f.1 (p: f32[4]) -> f32[4] {
+  %p.1 = f32[4]{0} parameter(0)
+  %n.1 = f32[4]{0} negate(f32[4]{0} %p.1), metadata={op_name="neg"}
+  ROOT %m.1 = f32[4]{0} multiply(f32[4]{0} %n.1, f32[4]{0} %p.1)
+}
+
+%f.2 (p: f32[4]) -> f32[4] {
+  %p.2 = f32[4]{0} parameter(0)
+  %n.2 = f32[4]{0} negate(f32[4]{0} %p.2), metadata={op_name="neg"}
+  ROOT %m.2 = f32[4]{0} multiply(f32[4]{0} %n.2, f32[4]{0} %p.2)
+}
+
+%f.3 (p: f32[4]) -> f32[4] {
+  %p.3 = f32[4]{0} parameter(0)
+  %n.3 = f32[4]{0} negate(f32[4]{0} %p.3), metadata={op_name="neg"}
+  ROOT %m.3 = f32[4]{0} multiply(f32[4]{0} %n.3, f32[4]{0} %n.3)
+}
+
+%f.4 (p: f32[4]) -> f32[] {
+  %p.4 = f32[4]{0} parameter(0)
+  %z.4 = f32[] constant(0)
+  ROOT %r.4 = f32[] reduce(f32[4]{0} %p.4, f32[] %z.4), dimensions={0}, to_apply=%add
+}
+
+%f.5 (p: f32[4]) -> f32[] {
+  %p.5 = f32[4]{0} parameter(0)
+  %z.5 = f32[] constant(0)
+  ROOT %r.5 = f32[] reduce(f32[4]{0} %p.5, f32[] %z.5), dimensions={0}, to_apply=%add
+}
+
+ENTRY %e (a: f32[4]) -> f32[4] {
+  %a = f32[4]{0} parameter(0)
+  %b = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%f.1
+  %c = f32[4]{0} fusion(f32[4]{0} %b), kind=kLoop, calls=%f.2
+  %d = f32[4]{0} fusion(f32[4]{0} %c), kind=kLoop, calls=%f.3
+  %s4 = f32[] fusion(f32[4]{0} %d), kind=kInput, calls=%f.4
+  %s5 = f32[] fusion(f32[4]{0} %d), kind=kInput, calls=%f.5
+  ROOT %o = f32[4]{0} add(f32[4]{0} %d, f32[4]{0} %d)
+}
+"""
+
+
+def test_a_repeat_up_to_names_is_read_as_a_copy_and_nothing_else_is():
+    """f.2 repeats f.1 name for name: a copy. f.3 writes `%n.3` where f.1 writes `%p.1` (the
+    names do not stand one for one): read. f.5 repeats f.4, whose reduce names its callee
+    with a `%` in an attribute: read (a copy shares its original's attributes)."""
+    m = hloscope.parse(_REPEATED, lazy=True)
+    m.read_all()
+    copied = {c.name: c.copy_of.name for c in m.computations if c.copy_of is not None}
+    assert copied == {"f.2": "f.1"}
+    eager = hloscope.parse(_REPEATED)
+    for comp in m.computations:
+        assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name
+
+
+def test_a_repeat_whose_result_differs_from_its_header_reports_it():
+    """A body repeating one read before is checked against its own header: the header of
+    f.2 here declares f32[8], which its root is not; the error is the full parse's."""
+    text = _REPEATED.replace("%f.2 (p: f32[4]) -> f32[4]", "%f.2 (p: f32[4]) -> f32[8]")
+    with pytest.raises(hloscope.HloSyntaxError) as full:
+        hloscope.parse(text)
+    lazy = hloscope.parse(text, lazy=True)
+    with pytest.raises(hloscope.HloSyntaxError) as got:
+        lazy.read_all()
+    assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
+                                                                      full.value.column)
+
+
 def test_lazy_body_errors_surface_on_use():
     text = "HloModule m\n\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n"
     m = hloscope.parse(text, lazy=True)

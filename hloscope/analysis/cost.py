@@ -945,6 +945,8 @@ class _Coster:
         self._computations: dict[tuple[str, bool], Counts] = {}
         self._alike: dict[tuple[Hashable, bool], Counts] = {}
         """Computations priced, by what they compute (`structure`): alike ones cost the same."""
+        self._structures: dict[int, Hashable] = {}
+        """`structure` of each computation asked about, by id (they live as long as the module)."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
         self._recomputes: dict[int, bool] = {}
@@ -986,7 +988,11 @@ class _Coster:
         collective's bytes are found by name, XLA's remat clones are known by theirs)."""
         if comp.name in self._with_collectives or any(".remat" in inst.name for inst in comp.instructions):
             return comp
-        return structure(comp)
+        original = comp.copy_of or comp  # a copy holds what its original does (Computation.copy_of)
+        found = self._structures.get(id(original))
+        if found is None:
+            found = self._structures[id(original)] = structure(original)
+        return found
 
     def instruction(self, inst: Instruction) -> Counts:
         """XLA's properties of one execution of `inst`, its callees included."""

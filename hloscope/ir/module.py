@@ -30,10 +30,13 @@ class BodySource(Protocol):
     linking, can say cheaply that a literal certainly does not occur in it, and answers for
     the check of the module's unread bodies (what a full parse would say of them)."""
 
-    def read(self, computation: "Computation", in_text_order: bool = False) -> tuple[list["Instruction"], "Instruction"]:
-        """The body's instructions (linked, in text order) and its root. `in_text_order`: the
-        caller reads every unread body of the module, in text order, this one the first left
-        (`Module.read_all`)."""
+    def read(self, computation: "Computation", in_text_order: bool = False,
+             copies: dict | None = None) -> tuple[list["Instruction"], "Instruction", "Computation | None"]:
+        """The body's instructions (linked, in text order), its root, and the computation it
+        was read as a copy of (`Computation.copy_of`), if any. `in_text_order`: the caller
+        reads every unread body of the module, in text order, this one the first left
+        (`Module.read_all`). `copies`: a dict the caller keeps for one such pass, in which
+        the source keeps what lets a body written as one read before be read as its copy."""
 
     def peek(self) -> Any:
         """Instructions found one at a time, unlinked, or None when only a whole read is exact."""
@@ -184,7 +187,7 @@ class Computation:
     """A computation: its instructions in text order, its root and parameters."""
 
     __slots__ = ("name", "_instructions", "is_entry", "_root", "module", "attributes", "line", "_by_name",
-                 "signature", "text_name", "_body", "_opcodes")
+                 "signature", "text_name", "_body", "_opcodes", "copy_of")
 
     def __init__(self, name: str, instructions: list[Instruction] | None, is_entry: bool, root: Instruction | None,
                  attributes: Attributes, line: int = 0, signature: Any = None, body: Any = None):
@@ -204,6 +207,10 @@ class Computation:
         self._opcodes: frozenset[str] | None = None
         self.text_name = name
         """The name other instructions use for it in the text (XLA may rename repeats)."""
+        self.copy_of: Computation | None = None
+        """The computation whose body this one's repeats, up to the names of its instructions
+        (each name written with its `%`), when it was read as a copy of it: the two hold the
+        same instructions in the same order, attributes and all, and call the same callees."""
 
     @property
     def instructions(self) -> list[Instruction]:
@@ -233,8 +240,8 @@ class Computation:
         """Whether the instructions have been read (a lazily loaded body is read on first use)."""
         return self._instructions is not None
 
-    def _read(self, in_text_order: bool = False) -> None:
-        instructions, root = self._body.read(self, in_text_order)
+    def _read(self, in_text_order: bool = False, copies: dict | None = None) -> None:
+        instructions, root, self.copy_of = self._body.read(self, in_text_order, copies)
         for inst in instructions:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
@@ -375,10 +382,12 @@ class Module:
         """Read every unread body now, in text order: what an analysis that reads them all
         calls first. A lazily loaded module then reads each body once; read one by one, the
         first read would check every other body first (text.parser's verdict), and the
-        analysis would read them again."""
+        analysis would read them again. A body that repeats one read before, up to its
+        instructions' names, is read as a copy of it (`Computation.copy_of`)."""
+        copies: dict = {}
         for comp in self.computations:
             if not comp.is_read:
-                comp._read(in_text_order=True)
+                comp._read(in_text_order=True, copies=copies)
 
     def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in text order."""
