@@ -176,7 +176,7 @@ def _as_read(comp) -> list[tuple]:
 
 def test_bodies_read_as_copies_are_what_a_read_finds():
     """`Module.read_all` reads a body that repeats one read before, up to the names of its
-    instructions, as a copy of it (text.parser._Original): every instruction, operand, user,
+    instructions, as a copy of it (hloscope.text.copies): every instruction, operand, user,
     line, attribute and callee is what the full parse finds, on the fixtures and the corpus,
     and a verdict (an error) is the full parse's."""
     from .conftest import corpus_texts_or_none, fixture_texts

@@ -36,6 +36,7 @@ from ..ir.attributes import (
     input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
+from .copies import Original, copies_of
 from ..ir.shape import (
     UNKNOWN,
     Shape,
@@ -831,26 +832,25 @@ class LazyBody:
             raise (verdict.settle() or e) from None  # checked elsewhere: the first error is the job's
 
     def _read_or_copy(self, computation, copies: dict | None):
-        """A read, or with `copies` (a dict kept for one pass over the module in text order)
-        a copy of a body read before that this one repeats up to names (`_Original`)."""
+        """A read, or with `copies` (kept for one pass over the module in text order) a copy
+        of a body read before that this one repeats up to names (hloscope.text.copies)."""
         if copies is None:
             return (*self._read(computation, users=True), None)
         text = self.text
-        blank = _PERCENT_NAME.sub("%", text)
-        original = copies.get(blank, _FIRST)
-        if original is not _FIRST and original is not None:
+        original, key = copies_of(copies, text)
+        if original is not None:
             gc_was_enabled = gc.isenabled()
             gc.disable()
             try:
-                copied = original.copy(_PERCENT_NAME.findall(text), self.line)
+                copied = original.copy(text, self.line)
             finally:
                 if gc_was_enabled:
                     gc.enable()
             if copied is not None and _result_fits(computation, copied[1]):
                 return (*copied, original.computation)
         instructions, root = self._read(computation, users=True)  # raises what a read finds
-        if original is _FIRST:
-            copies[blank] = _Original.of(computation, instructions, text, self.line)
+        if key is not None:
+            copies[key] = Original.of(computation, instructions, text, self.line)
         return instructions, root, None
 
     def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
@@ -1086,6 +1086,15 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
         root = instructions[-1]
         root.is_root = True
     return root
+
+
+def _result_fits(computation, root: Instruction) -> bool:
+    """Whether a copy's root is the result its own header declares."""
+    try:
+        _check_result(computation.signature, root, computation.name, computation.line)
+    except HloSyntaxError:
+        return False  # read instead, which reports it with the source line
+    return True
 
 
 def _check_result(signature, root: Instruction, name: str, line: int) -> None:
@@ -1324,108 +1333,6 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
     if not all(c.is_read for c in comps):
         _Verdict.of(module)  # the entry's aliases are checked with its body, when it is
     return module
-
-
-_PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
-"""A name written with its `%` (the grammar's NAME)."""
-_FIRST = object()
-
-
-def _result_fits(computation, root: Instruction) -> bool:
-    try:
-        _check_result(computation.signature, root, computation.name, computation.line)
-    except HloSyntaxError:
-        return False  # read instead, which reports it with the source line
-    return True
-
-
-class _Original:
-    """A body read in a pass over a module in text order (`Module.read_all`) that later
-    bodies repeating it up to names are read as copies of. A compilation repeats
-    computations: a model's layers fuse into the same fusions, each printed once per call
-    site under fresh names (on a 32-layer step, 89% of the instructions are in such repeats).
-
-    A copy holds new instructions with the original's opcode, shape, literal, parameter
-    number, attributes (the same objects: they are written alike) and callees, operands at
-    the same positions, and its own names and lines. A body is read so only when reading it would
-    give exactly that: its text is the original's with each `%name` replaced, one for one
-    (so every operand resolves to the same position), and the original's `%name`s are
-    exactly its instructions' names and operands, no `%` written elsewhere (an attribute
-    naming a callee or a control predecessor would be the copy's own). Every check of a
-    read (`_link`, the opcode rules) then says of the copy what it said of the original,
-    which read without an error; the header's result shape is checked for each."""
-
-    __slots__ = ("computation", "instructions", "names", "distinct", "line", "recipe")
-
-    def __init__(self, computation, instructions: list[Instruction], names: list[str], line: int):
-        self.computation = computation
-        self.instructions = instructions
-        self.names = names
-        self.distinct = len(set(names))
-        self.line = line
-        self.recipe = None  # built at the first copy: most bodies are never repeated
-
-    @classmethod
-    def of(cls, computation, instructions: list[Instruction], text: str, line: int) -> "_Original | None":
-        """The body as an original, or None when its copies could not be read so."""
-        names = _PERCENT_NAME.findall(text)
-        if text.count("%") != len(names) or len(names) != len(instructions) + sum(
-                len(inst.operands) for inst in instructions):
-            return None
-        for inst in instructions:
-            if inst.nested or inst.attributes.mentions("%"):
-                return None
-        return cls(computation, instructions, names, line)
-
-    def _build_recipe(self) -> list | None:
-        """Per instruction: where its name is among the `%name`s, and what a copy shares;
-        None when the names are not, in text order, each instruction's name then its
-        operands' (the order a line writes them in)."""
-        names, line = self.names, self.line
-        index = {id(inst): k for k, inst in enumerate(self.instructions)}
-        recipe = []
-        at = 0
-        for inst in self.instructions:
-            if names[at][1:] != inst.name:
-                return None
-            operands = inst.operands
-            for k, o in enumerate(operands, at + 1):
-                if names[k][1:] != o.name:
-                    return None
-            recipe.append((at, inst.opcode, inst.shape, [index[id(o)] for o in operands], inst.attributes,
-                           inst.line - line, inst.is_root, inst.literal, inst.parameter_number,
-                           inst.called_computation_names))
-            at += 1 + len(operands)
-        return recipe
-
-    def copy(self, names: list[str], line: int) -> tuple[list[Instruction], Instruction] | None:
-        """(instructions, root) of the repeat whose `%name`s are `names`, at `line`; None
-        when its names do not stand one for one for the original's."""
-        if len(names) != len(self.names) or len(set(zip(self.names, names))) != self.distinct \
-                or len(set(names)) != self.distinct:
-            return None
-        if self.recipe is None:
-            self.recipe = self._build_recipe() or []
-        if not self.recipe:
-            return None
-        out: list[Instruction] = []
-        append = out.append
-        root = None
-        for at, opcode, shape, positions, attributes, offset, is_root, literal, number, called in self.recipe:
-            operands = [out[k] for k in positions]
-            inst = Instruction(names[at][1:], opcode, shape, operands, attributes, line + offset)
-            inst.know_called_computation_names(called)  # from the same attributes
-            for o in operands:
-                o.users.append(inst)
-            if literal is not None:
-                inst.literal = literal
-            if number is not None:
-                inst.parameter_number = number
-            if is_root:
-                inst.is_root = True
-                root = inst
-            append(inst)
-        return out, root
 
 
 class _Verdict:
