@@ -683,7 +683,7 @@ def _fusion(inst: Instruction, c: _Coster) -> Counts:
             if fused.opcode == "scatter":
                 return _scatter(fused, c)
     inner = c.computation(comp, c.marked(inst))
-    return inner.with_bytes(_fusion_bytes(inst.shape, comp))
+    return inner.with_bytes(c.fusion_bytes(inst.shape, comp))
 
 
 def _callee(inst: Instruction) -> Computation | None:
@@ -946,6 +946,7 @@ class _Coster:
         self._alike: dict[tuple[Hashable, bool], Counts] = {}
         """Computations priced, by what they compute (`structure`): alike ones cost the same."""
         self._structures: dict[int, Hashable] = {}
+        self._fusion_bytes: dict[tuple[str, int], int] = {}
         """`structure` of each computation asked about, by id (they live as long as the module)."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
@@ -982,6 +983,14 @@ class _Coster:
                 self._alike[alike] = cost
             self._computations[key] = cost
         return cost
+
+    def fusion_bytes(self, shape: Shape, comp: Computation) -> int:
+        """`_fusion_bytes`, once per result shape and fused computation (a copy's is its original's)."""
+        key = (shape.text, id(comp.copy_of or comp))
+        found = self._fusion_bytes.get(key)
+        if found is None:
+            found = self._fusion_bytes[key] = _fusion_bytes(shape, comp)
+        return found
 
     def _what_is_priced(self, comp: Computation) -> Hashable:
         """What decides the price of `comp`: its structure, unless names are priced too (a

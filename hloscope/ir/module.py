@@ -325,7 +325,7 @@ class Computation:
 class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
-    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name",
+    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name", "_sources",
                  "source_path", "cache_key", "_checking")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
@@ -341,6 +341,7 @@ class Module:
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
         self._checking: BodySource | None = None
+        self._sources: dict[int, str | None] = {}
         for c in computations:
             c.module = self
 
@@ -404,7 +405,14 @@ class Module:
 
     def stack_frame_source(self, frame_id: int) -> str | None:
         """`file:line` of a StackFrames row (the innermost frame), or None."""
-        frame = self.tables.get("StackFrames", {}).get(int(frame_id))
+        sources = self._sources
+        frame_id = int(frame_id)
+        if frame_id not in sources:  # a few hundred rows, asked for by every instruction
+            sources[frame_id] = self._frame_source(frame_id)
+        return sources[frame_id]
+
+    def _frame_source(self, frame_id: int) -> str | None:
+        frame = self.tables.get("StackFrames", {}).get(frame_id)
         if frame is None:
             return None
         loc = self.tables.get("FileLocations", {}).get(decode_key_values(frame).get("file_location_id", -1))
