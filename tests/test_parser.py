@@ -265,15 +265,22 @@ def test_a_repeat_up_to_names_is_read_as_a_copy_and_nothing_else_is():
         assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name
 
 
-def test_a_repeat_whose_result_differs_from_its_header_reports_it():
-    """A body repeating one read before is checked against its own header: the header of
-    f.2 here declares f32[8], which its root is not; the error is the full parse's."""
-    text = _REPEATED.replace("%f.2 (p: f32[4]) -> f32[4]", "%f.2 (p: f32[4]) -> f32[8]")
+@pytest.mark.parametrize("error", ["header", "undefined"])
+@pytest.mark.parametrize("how", ["read_all", "checked at the first read"])
+def test_a_repeat_with_an_error_reports_it(error, how):
+    """A body repeating one read before, but for its header's result (f32[8] here, which
+    its root is not) or for a name that does not stand for the original's (an operand not
+    defined), reports the full parse's error: whether the module's bodies are all read in
+    text order, or checked (`_Verdict`, which passes over copies) when one is first read."""
+    if error == "header":
+        text = _REPEATED.replace("%f.2 (p: f32[4]) -> f32[4]", "%f.2 (p: f32[4]) -> f32[8]")
+    else:
+        text = _REPEATED.replace("negate(f32[4]{0} %p.2)", "negate(f32[4]{0} %q.2)")
     with pytest.raises(hloscope.HloSyntaxError) as full:
         hloscope.parse(text)
     lazy = hloscope.parse(text, lazy=True)
     with pytest.raises(hloscope.HloSyntaxError) as got:
-        lazy.read_all()
+        lazy.read_all() if how == "read_all" else lazy.entry.instructions
     assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
                                                                       full.value.column)
 

@@ -69,16 +69,28 @@ class Original:
                 return None
         return cls(computation, instructions, names, line)
 
-    def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
-        """(instructions, root) of the body `text` at `line`, which repeats this one up to
-        `%name`s; None when its names do not stand one for one for the original's."""
+    @property
+    def root(self) -> Instruction:
+        """The original's root, whose shape a copy's root has."""
+        return next(inst for inst in reversed(self.instructions) if inst.is_root)
+
+    def repeated_by(self, text: str) -> list[str] | None:
+        """The `%name`s of the body `text`, which repeats this one up to them, when they
+        stand one for one for the original's (it then reads as a copy, without an error but
+        for its header's result); else None."""
         names = _PERCENT_NAME.findall(text)
         if len(names) != len(self.names) or len(set(zip(self.names, names))) != self.distinct \
                 or len(set(names)) != self.distinct:
             return None
         if self.recipe is None:
             self.recipe = self._recipe() or []
-        if not self.recipe:
+        return names if self.recipe else None
+
+    def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
+        """(instructions, root) of the body `text` at `line`, which repeats this one up to
+        `%name`s; None when its names do not stand one for one for the original's."""
+        names = self.repeated_by(text)
+        if names is None:
             return None
         out: list[Instruction] = []
         append = out.append

@@ -1405,16 +1405,24 @@ class _Verdict:
 
     def _first_error(self) -> HloSyntaxError | None:
         module = self.module
+        copies: dict = {}
         for comp in module.computations:
             body = comp.body_source
             if comp.is_read or body.__class__ is not LazyBody:
                 continue  # a read computation was checked by its read
+            text = body.text
+            original, key = copies_of(copies, text)
+            if (original is not None and comp is not module.entry and original.repeated_by(text) is not None
+                    and _result_fits(comp, original.root)):
+                continue  # it reads as a copy of a body that read without an error
             try:
                 instructions, root = body.check(comp)
                 if comp is module.entry:
                     _check_aliases(module, instructions, root)
             except HloSyntaxError as e:
                 return e
+            if key is not None:
+                copies[key] = Original.of(comp, instructions, text, body.line)
         return None
 
 
