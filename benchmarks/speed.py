@@ -6,6 +6,7 @@ Run on demand (not a test):
     python benchmarks/speed.py --large        # build the bigger modules if missing (~35 min)
     python benchmarks/speed.py --small-only   # only the 22 MB module
     python benchmarks/speed.py --repeat 5     # runs per timing (the best is reported)
+    python benchmarks/speed.py --diff-only    # only `hloscope diff` of the 22 MB module and its pair
 
 For each module (generated and cached by benchmarks/parse.py) it prints, in one run:
 
@@ -367,13 +368,36 @@ def bench_diff(a: dict, b_path: Path, repeat: int, cache: ModuleCache) -> list[t
     py = sys.executable
     argv = [py, "-m", "hloscope", "diff", str(a["path"]), str(b_path)]
     print(f"\n── hloscope diff {a['path'].name} {b_path.name} ──", flush=True)
-    cold = best_child(argv, repeat, before=cache.clear)
+    # The machine's speed drifts by 1.2-1.5x over minutes: XLA's parse of A is timed again
+    # just before each run, and each run's ratio to it printed beside the best-of ratio.
+    from jax._src.lib import xla_client as xc
+
+    text = a["path"].read_text()
+    paired: dict[str, list[float]] = {"cold": [], "warm": []}
+
+    def xla_then(kind: str, clear: bool):
+        def before():
+            gc.collect()
+            t0 = time.perf_counter()
+            xc.hlo.hlo_module_from_text(text)
+            paired[kind].append(time.perf_counter() - t0)
+            if clear:
+                cache.clear()
+        return before
+
+    cold = best_child(argv, repeat, before=xla_then("cold", True))
     cache.clear()
     run_child(argv)
-    warm = best_child(argv, repeat)
+    warm = best_child(argv, repeat, before=xla_then("warm", False))
     cache.clear()
+    del text
     xla = a["xla"]
     checks = []
+    for kind, c in (("cold", cold), ("warm", warm)):
+        ratios = [t / x for x, t in zip(paired[kind], c["runs"])]
+        print(f"  {kind}, each run against XLA's parse just before it: "
+              + "  ".join(f"{t:.2f}/{x:.2f} s = {t / x:.2f}×" for x, t in zip(paired[kind], c["runs"]))
+              + f"  (median {sorted(ratios)[len(ratios) // 2]:.2f}×)")
     for label, c, target in (("hloscope diff, cold", cold, TARGET_DIFF_COLD_X_XLA),
                              ("hloscope diff, warm", warm, TARGET_DIFF_WARM_X_XLA)):
         ok = c["wall"] <= target * xla
@@ -390,6 +414,8 @@ def main(argv=None) -> int:
                    help="also the ≈ 54 MB and ≈ 117 MB modules, built first if missing (~12 min, ~10 GB RSS "
                         "on 2 cores for the first; ~20 min, ~6 GB for the second)")
     g.add_argument("--small-only", action="store_true", help="only the ≈22 MB module")
+    g.add_argument("--diff-only", action="store_true",
+                   help="only `hloscope diff` (and XLA's parse of its A, best of --repeat)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     ap.add_argument("--no-diff", action="store_true",
                     help="skip `hloscope diff` (its second module takes ~4 min to build the first time)")
@@ -417,6 +443,17 @@ def main(argv=None) -> int:
           f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')}")
 
     paths = [P.ensure_module(P.CONFIGS["default"])]
+    if args.diff_only:
+        from jax._src.lib import xla_client as xc
+
+        text = paths[0].read_text()
+        xla, _ = P.best_of(lambda: xc.hlo.hlo_module_from_text(text), args.repeat)
+        del text
+        checks = bench_diff({"path": paths[0], "xla": xla}, P.ensure_module(P.CONFIGS["diff_b"]), args.repeat, cache)
+        print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS (XLA's parse of A: {xla:.2f} s) ──")
+        for label, ok in checks:
+            print(f"  {verdict(ok)}  {label}")
+        return 0
     for config in ("large", "xlarge"):
         bigger = P.module_path(P.CONFIGS[config])
         if args.large:

@@ -262,6 +262,33 @@ def test_the_diff_prices_a_remat_change(plain, remat):
     assert trade["b"]["recomputed"]
 
 
+def test_a_sides_cost_in_brief_is_what_the_whole_cost_says(monkeypatch, tmp_path):
+    """A diff keeps of each side's cost its totals and most recomputing instructions
+    (`CostResult.in_brief`), worked out without keeping the whole cost, or from the whole
+    one when the cache keeps it: the trade the diff reports is the one the whole costs give."""
+    import dataclasses
+
+    from hloscope.api import module as api_module
+
+    path = FIXTURES / "cpu_remat_full" / "module.hlo.txt"
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    whole = hloscope.load(path, lazy=True).cost()
+    assert whole.recomputed and len(whole.instructions) > len(whole.recomputed)
+    monkeypatch.delenv("HLOSCOPE_CACHE")
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path))
+    for keep_whole in (False, True):
+        module = hloscope.load(path, lazy=True)
+        assert api_module._cost.kept(module) == keep_whole
+        brief = api_module.cost_in_brief(module)
+        assert brief == whole.in_brief()
+        if not keep_whole:
+            assert not api_module._cost.kept(module)  # the whole cost was not written
+            api_module._cost(module)
+    assert brief.recomputed == whole.recomputed[:10]
+    d = hloscope.diff(_load("cpu_hsdp_accum1"), _load("cpu_remat_full"))
+    assert dataclasses.replace(d, b=dataclasses.replace(d.b, cost=whole)).trade() == d.trade()
+
+
 _MOVED = """HloModule m, is_scheduled=true
 
 ENTRY e {

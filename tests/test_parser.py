@@ -179,6 +179,8 @@ def test_bodies_read_as_copies_are_what_a_read_finds():
     instructions, as a copy of it (hloscope.text.copies): every instruction, operand, user,
     line, attribute and callee is what the full parse finds, on the fixtures and the corpus,
     and a verdict (an error) is the full parse's."""
+    from hloscope.ir.structure import structure
+
     from .conftest import corpus_texts_or_none, fixture_texts
 
     copies = 0
@@ -199,6 +201,8 @@ def test_bodies_read_as_copies_are_what_a_read_finds():
                 if y.copy_of is not None:
                     copies += 1
                     assert _as_read(y.copy_of) == _as_read(a.computation(y.copy_of.name))
+                    # The cost prices a copy as its original: they must be alike.
+                    assert structure(x) == structure(a.computation(y.copy_of.name)), (a.name, x.name)
     assert copies > 100  # the fixtures' unrolled layers repeat their fusions
 
 

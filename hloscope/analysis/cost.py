@@ -63,7 +63,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..ir.module import Computation, Instruction, Module
@@ -248,6 +248,11 @@ class CostResult:
         """The instructions that recompute forward ops, costliest first."""
         found = [i for i in self.instructions if i.recompute_flops]
         return tuple(sorted(found, key=lambda i: -i.total_recompute_flops))
+
+    def in_brief(self, n: int = 10) -> CostResult:
+        """The totals, with only the `n` instructions that recompute the most (what a diff
+        shows of a side's cost; a step's every instruction is tens of thousands)."""
+        return replace(self, instructions=self.recomputed[:n])
 
     def top(self, n: int = 10) -> tuple[InstructionCost, ...]:
         """The `n` instructions with the most FLOPs per step."""

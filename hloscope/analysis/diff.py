@@ -53,6 +53,7 @@ class Side:
     collectives: CollectivesResult
     gathers: GathersResult
     cost: CostResult | None = None
+    """Its totals, and of its instructions those that recompute the most (`in_brief`)."""
     label: str = ""
 
 

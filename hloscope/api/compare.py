@@ -5,16 +5,16 @@ from __future__ import annotations
 from ..analysis.diff import DiffResult, Side
 from ..analysis.diff import diff as diff_sides
 from . import plain, runtime
-from .module import RESULT_TYPES, Module, kept
+from .module import RESULT_TYPES, Module, cost_in_brief, kept
 
 _SIDE_TYPES = plain.allowing((Side,) + tuple(t for types in RESULT_TYPES.values() for t in types))
 
 
 def side(module: Module, label: str = "") -> Side:
     """Everything the diff reads of one module (its memory, roles at the peak, collectives,
-    held gathers and cost; one memory model serves the memory analyses). The cost first:
-    it reads every body, each once (`Module.read_all`)."""
-    cost = module.cost()
+    held gathers and cost in brief; one memory model serves the memory analyses). The cost
+    first: it reads every body, each once (`Module.read_all`)."""
+    cost = cost_in_brief(module)
     return Side(memory=module.memory(), roles=module.roles(), collectives=module.collectives(),
                 gathers=module.held_gathers(), cost=cost, label=label)
 

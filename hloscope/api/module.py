@@ -98,6 +98,16 @@ def _cost(module) -> CostResult:
         return analyze_cost(module, _collectives(module))
 
 
+def _cost_in_brief(module) -> CostResult:
+    """`CostResult.in_brief`: from the cost kept in the cache if it is, else worked out
+    without keeping the whole (what a diff needs of a side's cost, a few KB against MB)."""
+    if _cost.kept(module):
+        return _cost(module).in_brief()
+    with _analyzing(module):
+        module.read_all()
+        return analyze_cost(module, _collectives(module)).in_brief()
+
+
 RESULT_TYPES = {
     "memory": (MemoryAnalysis, LiveBuffer),
     "roles": (RolesAtPeak, RoleBuffer),
@@ -113,13 +123,15 @@ _roles = cache.memoized("roles", RESULT_TYPES["roles"])(_roles)
 _held_gathers = cache.memoized("gathers", RESULT_TYPES["gathers"])(_held_gathers)
 _collectives = cache.memoized("collectives", RESULT_TYPES["collectives"])(_collectives)
 _cost = cache.memoized("cost", RESULT_TYPES["cost"])(_cost)
+cost_in_brief = cache.memoized("cost_in_brief", RESULT_TYPES["cost"])(_cost_in_brief)
 
 
 def kept(module, platform: str | None = None, alignment: int | None = None) -> bool:
-    """Whether the results of every analysis of `module` (the memory ones at these
-    arguments) are in the cache: asking for them then reads files and computes nothing."""
+    """Whether the results of every analysis a diff asks of `module` (the memory ones at
+    these arguments, the cost in brief) are in the cache: asking for them then reads files
+    and computes nothing."""
     return (all(f.kept(module, platform, alignment) for f in (_memory, _roles, _held_gathers))
-            and _collectives.kept(module) and _cost.kept(module))
+            and _collectives.kept(module) and cost_in_brief.kept(module))
 
 
 class Module(ir.Module):

@@ -3,7 +3,8 @@
 A compilation repeats computations: a model's layers fuse into the same fusions, and each is
 printed once per call site under fresh names (on a 32-layer train step, 14,490 computations
 of which 1,981 are distinct). An analysis that looks at what a computation computes can do so
-once per `structure`.
+once per `structure`. A computation read as a copy of another (`Computation.copy_of`) has its
+structure.
 """
 
 from __future__ import annotations
