@@ -92,6 +92,21 @@ def _close(ours: float, xla: float, tolerance: float = 0.02) -> bool:
     return abs(ours - xla) <= tolerance * abs(xla)
 
 
+def test_bodies_read_as_copies_are_priced_as_read():
+    """The cost prices a body read as a copy (`Computation.copy_of`) as its original: every
+    figure and instruction is what it is when every body is read on its own (a full parse)."""
+    from .conftest import fixture_dirs
+
+    copies = 0
+    for path in fixture_dirs():
+        text = _text(path)
+        lazy = hloscope.parse(text, lazy=True)
+        lazy.read_all()
+        copies += sum(c.copy_of is not None for c in lazy.computations)
+        assert analyze_cost(lazy) == analyze_cost(hloscope.parse(text)), path.name
+    assert copies  # the fixtures' layers repeat their fusions
+
+
 # ─── FLOPs as XLA counts them ──────────────────────────────────────────────────────────
 
 
