@@ -390,7 +390,6 @@ def bench_diff(a: dict, b_path: Path, repeat: int, cache: ModuleCache) -> list[t
     run_child(argv)
     warm = best_child(argv, repeat, before=xla_then("warm", False))
     cache.clear()
-    del text
     xla = a["xla"]
     checks = []
     for kind, c in (("cold", cold), ("warm", warm)):

@@ -325,7 +325,7 @@ class Computation:
 class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
-    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name", "_sources",
+    __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name", "_frame_sources",
                  "source_path", "cache_key", "_checking")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
@@ -341,7 +341,7 @@ class Module:
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
         self._checking: BodySource | None = None
-        self._sources: dict[int, str | None] = {}
+        self._frame_sources: dict[int, str | None] = {}
         for c in computations:
             c.module = self
 
@@ -405,7 +405,7 @@ class Module:
 
     def stack_frame_source(self, frame_id: int) -> str | None:
         """`file:line` of a StackFrames row (the innermost frame), or None."""
-        sources = self._sources
+        sources = self._frame_sources
         frame_id = int(frame_id)
         if frame_id not in sources:  # a few hundred rows, asked for by every instruction
             sources[frame_id] = self._frame_source(frame_id)

@@ -36,7 +36,6 @@ from ..ir.attributes import (
     input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
-from .copies import Original, copies_of
 from ..ir.shape import (
     UNKNOWN,
     Shape,
@@ -46,6 +45,7 @@ from ..ir.shape import (
     parse_shape,
     tuple_shape,
 )
+from .copies import Original, copies_of
 
 
 def _on_body(token):
@@ -807,7 +807,7 @@ class LazyBody:
         bodies first (`_Verdict`): the first error a full parse would report is reported by
         whichever body is read. Unless the module's bodies are being read `in_text_order`,
         all of them, this one the first left: then the first error a read meets is that
-        error, and the check would only read them twice. `copies`: see `_Copies`."""
+        error, and the check would only read them twice. `copies`: see hloscope.text.copies."""
         module = computation.module
         if module is None:
             return (*self._read(computation, users=True), None)
