@@ -128,15 +128,14 @@ class Instruction:
         if called is not None:
             return called
         attrs = self.attributes
-        # Only the keys the text may hold are looked up, and what is cut to find them is not
-        # kept: the names are, here, once per instruction.
+        # Looked up only where the text may hold one of the keys (one search for all), and
+        # what is cut to find them is not kept: the names are, here, once per instruction.
         names: tuple[str, ...] = ()
         if attrs.may_hold(COMPUTATION_ATTRIBUTES):
             for key in COMPUTATION_ATTRIBUTES:
-                if attrs.may_hold((key,)):
-                    text = attrs.uncached(key)
-                    if text is not None:
-                        names += decode_names(text)
+                text = attrs.uncached(key)  # a key the text does not hold: a substring test
+                if text is not None:
+                    names += decode_names(text)
         self._called = names
         return names
 
