@@ -181,11 +181,6 @@ class Roles:
         return found
 
 
-_KEEPS_GRADIENT = frozenset({"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "add", "subtract",
-                             "multiply", "divide", "negate", "select", "concatenate", "slice", "dynamic-slice",
-                             "dynamic-update-slice", "broadcast"})
-
-
 def _moves_data(inst: Instruction) -> bool:
     target = inst.attributes.get("custom_call_target") if inst.opcode == "custom-call" else None
     return opcode_moves_data(inst.opcode, unquote(target) if target else None)
@@ -196,7 +191,7 @@ def _keeps_gradient(inst: Instruction) -> bool:
         # Loop and input (reduction) fusions compute elementwise or reduce; custom and output
         # fusions hold matrix products.
         return inst.attributes.get("kind") in ("kLoop", "kInput")
-    return inst.opcode in _KEEPS_GRADIENT or opinfo(inst.opcode).elementwise
+    return opinfo(inst.opcode).carries_role
 
 
 def assign_roles(module, model: MemoryModel) -> Roles:

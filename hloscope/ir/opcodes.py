@@ -98,6 +98,10 @@ class OpInfo:
     """Its output is (part of) its operands' bytes as they are, nothing computed: bitcast,
     copy, reshape, transpose, slices, concatenate, and the asynchronous forms of these (the
     moves between memory spaces XLA adds, often without metadata)."""
+    carries_role: bool = False
+    """Its output is its operands' values converted, rearranged, combined element by element
+    or summed (a reduce): what an operand is to a training step, the output is too (a sum
+    of gradients is a gradient; roles). The elementwise ops and the moves among others."""
     sugar: bool = False
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
@@ -211,6 +215,9 @@ for _name in ("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpos
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], moves_data=True)
 for _name in _ELEMENTWISE:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
+for _name in set(_ELEMENTWISE) | {"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "select",
+                                   "concatenate", "slice", "dynamic-slice", "dynamic-update-slice", "broadcast"}:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], carries_role=True)
 for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], may_update_in_place=False)
 
