@@ -40,6 +40,15 @@ ROLE_COLORS = {
 }
 
 
+_TEMP_WORDS = {
+    "packed": {"key": "XLA temp allocation", "card": "packed", "line": "XLA temp allocation (packed)",
+               "legend": "XLA's temp allocation: the buffers packed, with fragmentation"},
+    "tpu": {"key": "XLA temp", "card": "libtpu's figure", "line": "XLA temp (libtpu's figure)",
+            "legend": "XLA's temp: libtpu's HBM temp allocation, its fragmentation counted once more"},
+}
+"""How the page names the temp figure: what it is on CPU and GPU, and on TPU (see the note)."""
+
+
 def timeline_data(result: MemoryAnalysis, title: str | None = None,
                   by_role: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """What the page needs to draw one module's memory: figures, the timeline as stacked
@@ -55,6 +64,7 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
     return {
         "title": title or result.name,
         "name": result.name,
+        "temp": _TEMP_WORDS["tpu" if result.platform == "tpu" else "packed"],
         "figures": {
             "temp_bytes": result.temp_bytes,
             "temp_max_live_bytes": result.temp_max_live_bytes,
@@ -523,7 +533,8 @@ _SCRIPT = r"""
     const sec = el("section", {class: "module", id: `module-${index}`});
     sec.appendChild(el("h2", {}, mod.title === mod.name ? mod.name : `${mod.name} — ${mod.title}`));
     const f = mod.figures, figs = el("div", {class: "figures"});
-    figs.appendChild(figure("XLA temp allocation", f.temp_bytes, "packed"));
+    const temp = mod.temp;
+    figs.appendChild(figure(temp.key, f.temp_bytes, temp.card));
     figs.appendChild(figure("max live temp", f.temp_max_live_bytes, `at step ${fmtInt(mod.peak.index)}`));
     figs.appendChild(figure("arguments", f.argument_bytes));
     figs.appendChild(figure("outputs", f.output_bytes));
@@ -544,7 +555,7 @@ _SCRIPT = r"""
 
     const chart = el("div", {class: "chart"});
     sec.appendChild(chart);
-    const lines = f.temp_bytes > 0 ? [{bytes: f.temp_bytes, label: "XLA temp allocation (packed)", cls: "pack-line"}] : [];
+    const lines = f.temp_bytes > 0 ? [{bytes: f.temp_bytes, label: temp.line, cls: "pack-line"}] : [];
     const tl = new Timeline(chart, mod.series, mod.steps, {peak: mod.peak, lines});
     const lowest = el("span"), seriesNotes = [];
     tl.onRange = (lo, hi) => {
@@ -583,7 +594,7 @@ _SCRIPT = r"""
     if (lines.length) {
       const pack = el("span");
       pack.appendChild(el("span", {class: "dash"}));
-      pack.append("XLA's temp allocation: the buffers packed, with fragmentation");
+      pack.append(temp.legend);
       legend.append(pack);
     }
     sec.appendChild(legend);

@@ -235,6 +235,8 @@ def test_fixture_page_in_chromium(browser, tmp_path):
     assert r.peak_at["instruction"] in page.text_content("#module-0 .peak-label")
     # What the analysis notes (how a figure was found) is said under the figures.
     assert [n.inner_text() for n in page.locator("#module-0 .note").all()] == list(r.notes)
+    card = page.locator("#module-0 .figure").first.inner_text()
+    assert f"{r.temp_bytes:,} B" in card and "packed" in card  # CPU: XLA's packed allocation
 
     marker.hover()
     tip = opened.tooltip()
@@ -265,6 +267,12 @@ def test_the_notes_of_a_tpu_page_are_under_its_figures(browser, tmp_path):
     assert r.notes
     opened = open_page(browser, tmp_path, r, "tpu.html", str(path))
     assert [n.inner_text() for n in opened.page.locator("#module-0 .note").all()] == list(r.notes)
+    # The temp figure is named as what it is on TPU: libtpu's, not a packed allocation.
+    card = opened.page.locator("#module-0 .figure").first.inner_text()
+    assert f"{r.temp_bytes:,} B" in card and "libtpu" in card and "packed" not in card
+    # Its line and legend entry are drawn where there is a figure to draw (here libtpu's 0).
+    assert ("libtpu" in opened.page.inner_text("#module-0 .legend")) == (r.temp_bytes > 0)
+    save_screenshot(opened, tmp_path / "memory-tpu.png")
     assert_clean(opened)
 
 
