@@ -951,8 +951,9 @@ class _Coster:
         self._alike: dict[tuple[Hashable, bool], Counts] = {}
         """Computations priced, by what they compute (`structure`): alike ones cost the same."""
         self._structures: dict[int, Hashable] = {}
-        self._fusion_bytes: dict[tuple[str, int], int] = {}
         """`structure` of each computation asked about, by id (they live as long as the module)."""
+        self._fusion_bytes: dict[tuple[str, int], int] = {}
+        """`_fusion_bytes` by result shape and fused computation's id (`fusion_bytes`)."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
         self._recomputes: dict[int, bool] = {}

@@ -28,7 +28,8 @@ import re
 from ..ir.module import Computation, Instruction
 
 _PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
-"""A name written with its `%` (the grammar's NAME)."""
+"""A name written with its `%` (the grammar's NAME). Were the grammar to allow more in a
+name, a name this cuts short would not be its instruction's (`_recipe`): the body is read."""
 
 
 def copies_of(copies: dict, text: str) -> tuple[Original | None, str | None]:
@@ -83,7 +84,7 @@ class Original:
                 or len(set(names)) != self.distinct:
             return None
         if self.recipe is None:
-            self.recipe = self._recipe() or []
+            self.recipe = self._recipe() or []  # [] once found not to fit: every repeat is read
         return names if self.recipe else None
 
     def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
