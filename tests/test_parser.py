@@ -269,6 +269,21 @@ def test_a_repeat_up_to_names_is_read_as_a_copy_and_nothing_else_is():
         assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name
 
 
+def test_a_known_copy_is_made_only_when_its_instructions_are_asked_for():
+    """After `read_all`, f.2 is known to repeat f.1 but is not made yet: what it holds is
+    asked of f.1 (`may_contain`), and its instructions, made when first asked for, are the
+    full parse's."""
+    m = hloscope.parse(_REPEATED, lazy=True)
+    m.read_all()
+    copy, original = m.computation("f.2"), m.computation("f.1")
+    assert copy.copy_of is original and original.is_read and not copy.is_read
+    assert copy.may_contain(("negate",)) and not copy.may_contain(("add", "reduce"))
+    m.read_all()  # a second pass leaves it as it is
+    assert not copy.is_read
+    assert _as_read(copy) == _as_read(hloscope.parse(_REPEATED).computation("f.2"))
+    assert copy.is_read and copy.copy_of is original
+
+
 @pytest.mark.parametrize("error", ["header", "undefined"])
 @pytest.mark.parametrize("how", ["read_all", "checked at the first read"])
 def test_a_repeat_with_an_error_reports_it(error, how):

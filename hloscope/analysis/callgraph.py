@@ -342,9 +342,18 @@ class CallGraph:
         # callee name → [(calling instruction, times the instruction runs the callee)]
         self._callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
         loops: list[Instruction] = []
+        calls_nothing: dict[int, bool] = {}  # by original: a copy calls what its original calls
         for comp in module.computations:
             if reads is not None and not reads(comp):
                 continue
+            original = comp.copy_of
+            if original is not None and not comp.is_read:
+                quiet = calls_nothing.get(id(original))
+                if quiet is None:
+                    quiet = calls_nothing[id(original)] = not any(
+                        inst.called_computation_names for inst in original.instructions)
+                if quiet:
+                    continue  # a copy not made yet, and nothing to find in it
             for inst in comp.instructions:
                 names = inst.called_computation_names
                 if not names:

@@ -682,7 +682,7 @@ def _fusion(inst: Instruction, c: _Coster) -> Counts:
         return Counts(bytes=_default_bytes(inst))
     if (inst.attributes.get("kind") or "").strip() == "kCustom":
         # HloCostAnalysis::HandleFusion prices a custom fusion holding a gather or scatter as that op.
-        for fused in comp.instructions:
+        for fused in comp.instructions if comp.may_contain(("gather", "scatter")) else ():
             if fused.opcode == "gather":
                 return Counts(bytes=_gather_bytes(fused))
             if fused.opcode == "scatter":
@@ -1001,7 +1001,8 @@ class _Coster:
     def _what_is_priced(self, comp: Computation) -> Hashable:
         """What decides the price of `comp`: its structure, unless names are priced too (a
         collective's bytes are found by name, XLA's remat clones are known by theirs)."""
-        if comp.name in self._with_collectives or any(".remat" in inst.name for inst in comp.instructions):
+        if comp.name in self._with_collectives or (
+                comp.may_mention((".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
             return comp
         original = comp.copy_of or comp  # a copy holds what its original does (Computation.copy_of)
         found = self._structures.get(id(original))

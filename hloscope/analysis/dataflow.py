@@ -454,16 +454,19 @@ def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None
         if known is not None:
             return known
     called = inst.called_computations
-    if not called or not called[0].may_contain(_IN_PLACE_OPS):
+    if not called:
+        return []
+    fused = called[0].copy_of or called[0]  # a copy's pairs are its original's
+    if not fused.may_contain(_IN_PLACE_OPS):
         return []  # an unread body with no in-place op in its text: no need to read it
-    peek = called[0].peek()
+    peek = fused.peek()
     if peek is not None:
         # The few instructions followed, cut one by one from the unread body.
         found = _in_place_operands_from(peek.instruction(peek.root_name),
                                         lambda i, k: peek.instruction(i.operands[k]))
         if found is not None:
             return found
-    return _in_place_operands_from(called[0].root, lambda i, k: i.operands[k])
+    return _in_place_operands_from(fused.root, lambda i, k: i.operands[k])
 
 
 def _in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | None:
@@ -638,6 +641,7 @@ def _elementwise_parameters(comp: Computation, facts: FusedFacts | None = None) 
     known = facts.elementwise(comp) if facts is not None else None
     if known is not None:
         return known
+    comp = comp.copy_of or comp  # a copy's parameters are used as its original's are
     peek = comp.peek()
     operations = peek.operations() if peek is not None else None
     if operations is not None:

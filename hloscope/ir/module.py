@@ -31,18 +31,19 @@ class BodySource(Protocol):
     the check of the module's unread bodies (what a full parse would say of them)."""
 
     def read(self, computation: "Computation", in_text_order: bool = False,
-             copies: dict | None = None) -> tuple[list["Instruction"], "Instruction", "Computation | None"]:
+             copies: dict | None = None) -> tuple[list["Instruction"] | None, "Instruction | None", "Computation | None"]:
         """The body's instructions (linked, in text order), its root, and the computation it
-        was read as a copy of (`Computation.copy_of`), if any. `in_text_order`: the caller
-        reads every unread body of the module, in text order, this one the first left
+        repeats (`Computation.copy_of`), if any. `in_text_order`: the caller reads every
+        unread body of the module, in text order, this one the first left
         (`Module.read_all`). `copies`: a dict the caller keeps for one such pass, in which
-        the source keeps what lets a body written as one read before be read as its copy."""
+        the source keeps what lets a body written as one read before be known as its copy:
+        then (None, None, that computation), and the next read makes the copy."""
 
     def peek(self) -> Any:
         """Instructions found one at a time, unlinked, or None when only a whole read is exact."""
 
-    def mentions(self, literal: str) -> bool:
-        """False only when `literal` certainly does not occur in the body's text."""
+    def mentions(self, literals: tuple[str, ...]) -> bool:
+        """False only when none of `literals` occurs in the body's text, certainly."""
 
     def check_elsewhere(self, module: "Module", executor: Executor | None) -> None:
         """Let the check of the module's unread bodies (what a full parse would say of them)
@@ -208,8 +209,10 @@ class Computation:
         """The name other instructions use for it in the text (XLA may rename repeats)."""
         self.copy_of: Computation | None = None
         """The computation whose body this one's repeats, up to the names of its instructions
-        (each name written with its `%`), when it was read as a copy of it: the two hold the
-        same instructions in the same order, attributes and all, and call the same callees."""
+        (each name written with its `%`), when a read found so (`Module.read_all`): the two
+        hold the same instructions in the same order, attributes and all, and call the same
+        callees. A copy's own instructions are made from its original's when first asked
+        for; until then, what it holds is asked of the original (`may_contain`)."""
 
     @property
     def instructions(self) -> list[Instruction]:
@@ -241,6 +244,8 @@ class Computation:
 
     def _read(self, in_text_order: bool = False, copies: dict | None = None) -> None:
         instructions, root, self.copy_of = self._body.read(self, in_text_order, copies)
+        if instructions is None:
+            return  # a copy of `copy_of`, made when first asked for
         for inst in instructions:
             inst.computation = self
         self._instructions, self._root, self._body = instructions, root, None
@@ -265,12 +270,7 @@ class Computation:
         analysis skip bodies it need not read. Without the text (a read computation that
         did not keep it), True: the caller looks at its instructions."""
         body = self._body
-        if body is None:
-            return True
-        for lit in literals:
-            if body.mentions(lit):
-                return True
-        return False
+        return True if body is None else body.mentions(literals)
 
     def may_contain(self, opcodes: tuple[str, ...]) -> bool:
         """False only when the unread body certainly holds no instruction with one of `opcodes`
@@ -278,6 +278,8 @@ class Computation:
         instruction line writes blanks between its shape and its opcode, so the body's text
         then holds the opcode after a space or a tab (`may_mention`); True when unsure. A read
         body answers exactly, from the set of its opcodes."""
+        if self._instructions is None and self.copy_of is not None:
+            return self.copy_of.may_contain(opcodes)  # a copy holds its original's opcodes
         if self._instructions is not None:
             present = self._opcodes
             if present is None:
@@ -293,6 +295,10 @@ class Computation:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+    def __bool__(self) -> bool:
+        # Always true, without reading an unread body for `__len__` (`a.copy_of or a`).
+        return True
 
     def instruction(self, name: str) -> Instruction | None:
         if self._by_name is None:
@@ -373,8 +379,9 @@ class Module:
             body.settle(self)
 
     def _unread_body(self) -> BodySource | None:
+        """An unread body that needs the check (a known copy reads as its original did)."""
         for comp in self.computations:
-            if not comp.is_read and comp.body_source is not None:
+            if not comp.is_read and comp.body_source is not None and comp.copy_of is None:
                 return comp.body_source
         return None
 
@@ -383,10 +390,11 @@ class Module:
         calls first. A lazily loaded module then reads each body once; read one by one, the
         first read would check every other body first (text.parser's verdict), and the
         analysis would read them again. A body that repeats one read before, up to its
-        instructions' names, is read as a copy of it (`Computation.copy_of`)."""
+        instructions' names, is known as a copy of it (`Computation.copy_of`), and made from
+        it only when its instructions are asked for: most analyses ask its original."""
         copies: dict = {}
         for comp in self.computations:
-            if not comp.is_read:
+            if not comp.is_read and comp.copy_of is None:
                 comp._read(in_text_order=True, copies=copies)
 
     def instructions(self) -> Iterator[Instruction]:

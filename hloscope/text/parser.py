@@ -662,7 +662,7 @@ class LazyBody:
     """A computation's body as one BODY token, cut into instructions on demand. It is held
     as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
 
-    __slots__ = ("column", "end", "line", "source", "start", "verdict")
+    __slots__ = ("column", "copy", "end", "line", "source", "start", "verdict")
 
     def __init__(self, source: str, start: int, end: int, line: int, column: int):
         self.source = source
@@ -671,6 +671,9 @@ class LazyBody:
         self.end = end
         self.line = line
         self.column = column
+        self.copy: Original | None = None
+        """The body read before that this one repeats up to names, once a pass over the
+        module in text order found so (`_read_or_copy`): the read makes a copy of it."""
         self.verdict: _Verdict | None = None
         """What a full parse says of the module's unread bodies, shared by them (`_Verdict`);
         None until the module is known."""
@@ -691,13 +694,17 @@ class LazyBody:
     def text(self) -> str:
         return self.source[self.start : self.end]
 
-    def mentions(self, literal: str) -> bool:
-        """False only when `literal` is certainly not in the body. Unsure (True) while the
-        module's verdict is unknown or an error: the caller then reads the body, and the read
-        reports the error, as a full parse would have."""
+    def mentions(self, literals: tuple[str, ...]) -> bool:
+        """False only when none of `literals` is certainly in the body. Unsure (True) while
+        the module's verdict is unknown or an error: the caller then reads the body, and the
+        read reports the error, as a full parse would have."""
         if not self._sound():
             return True
-        return self.source.find(literal, self.start, self.end) >= 0
+        find, start, end = self.source.find, self.start, self.end
+        for literal in literals:
+            if find(literal, start, end) >= 0:
+                return True
+        return False
 
     def _sound(self) -> bool:
         """Whether the module's unread bodies are known to read without an error."""
@@ -802,12 +809,24 @@ class LazyBody:
             line += 1
 
     def read(self, computation, in_text_order: bool = False, copies: dict | None = None):
-        """(instructions, root, the computation read as a copy of or None) for a lazily
-        loaded computation. The first read of a body of a module checks all its unread
-        bodies first (`_Verdict`): the first error a full parse would report is reported by
-        whichever body is read. Unless the module's bodies are being read `in_text_order`,
-        all of them, this one the first left: then the first error a read meets is that
-        error, and the check would only read them twice. `copies`: see hloscope.text.copies."""
+        """(instructions, root, the computation it repeats or None) for a lazily loaded
+        computation; (None, None, original) when a pass with `copies` finds that it repeats
+        `original`: it is then made as a copy of it when first asked for.
+
+        The first read of a body of a module checks all its unread bodies first (`_Verdict`):
+        the first error a full parse would report is reported by whichever body is read.
+        Unless the module's bodies are being read `in_text_order`, all of them, this one the
+        first left: then the first error a read meets is that error, and the check would only
+        read them twice. `copies`: see hloscope.text.copies."""
+        original = self.copy
+        if original is not None:  # known to repeat it, and to read without an error
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                return (*original.copy(self.text, self.line), original.computation)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
         module = computation.module
         if module is None:
             return (*self._read(computation, users=True), None)
@@ -816,7 +835,7 @@ class LazyBody:
             verdict.drop_job()  # these reads decide: the first error they meet is the verdict
             try:
                 instructions, root, original = self._read_or_copy(computation, copies)
-                if computation is module.entry:
+                if computation is module.entry:  # never a known copy (`_read_or_copy`)
                     _check_aliases(module, instructions, root)
             except HloSyntaxError as e:
                 verdict.decide(e)
@@ -832,22 +851,18 @@ class LazyBody:
             raise (verdict.settle() or e) from None  # checked elsewhere: the first error is the job's
 
     def _read_or_copy(self, computation, copies: dict | None):
-        """A read, or with `copies` (kept for one pass over the module in text order) a copy
-        of a body read before that this one repeats up to names (hloscope.text.copies)."""
+        """A read; or, with `copies` (kept for one pass over the module in text order), for
+        a body that repeats one read before up to names (hloscope.text.copies) and declares
+        the same result: (None, None, the original's computation), the original kept as the
+        recipe of this body's instructions (`self.copy`), made when first asked for."""
         if copies is None:
             return (*self._read(computation, users=True), None)
         text = self.text
         original, key = copies_of(copies, text)
-        if original is not None:
-            gc_was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                copied = original.copy(text, self.line)
-            finally:
-                if gc_was_enabled:
-                    gc.enable()
-            if copied is not None and _result_fits(computation, copied[1]):
-                return (*copied, original.computation)
+        if (original is not None and computation is not computation.module.entry
+                and original.repeated_by(text) is not None and _result_fits(computation, original.root)):
+            self.copy = original
+            return None, None, original.computation
         instructions, root = self._read(computation, users=True)  # raises what a read finds
         if key is not None:
             copies[key] = Original.of(computation, instructions, text, self.line)
@@ -1408,8 +1423,8 @@ class _Verdict:
         copies: dict = {}
         for comp in module.computations:
             body = comp.body_source
-            if comp.is_read or body.__class__ is not LazyBody:
-                continue  # a read computation was checked by its read
+            if comp.is_read or comp.copy_of is not None or body.__class__ is not LazyBody:
+                continue  # checked by its read, or known to repeat a body that read so
             text = body.text
             original, key = copies_of(copies, text)
             if (original is not None and comp is not module.entry and original.repeated_by(text) is not None
