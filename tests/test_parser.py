@@ -304,6 +304,92 @@ def test_a_repeat_with_an_error_reports_it(error, how):
                                                                       full.value.column)
 
 
+def _outline_of(modules) -> list:
+    """What a lazy parse found: each module's name, header, tables, and each computation's
+    names, place, header and body span."""
+    import re
+
+    out = []
+    for m in modules:
+        out.append((m.name, m.attributes.written(), m.tables, m.entry.name))
+        for c in m.computations:
+            body = c.body_source
+            span = (body.start, body.end, body.line, body.column) if body is not None else None
+            text_name = re.sub(r" inline \d+", " inline", c.text_name)  # made of an object's id
+            out.append((c.name, text_name, c.is_entry, c.line, c.signature, c.attributes.written(), c.is_read, span))
+    return out
+
+
+_PRINTED_EDGES = {
+    "entry on its own line": ("ENTRY %e", "ENTRY\n%e"),
+    "a comment between two": ("\n\nENTRY %e", "\n\n// the entry\nENTRY %e"),
+    "an attribute after a body": ("ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}", "ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}, execution_thread=\"main\""),
+    "a header indented": ("\n%f.2 (p", "\n  %f.2 (p"),
+    "blank lines with blanks": ("\n\n%f.3 (p", "\n  \n\t\n%f.3 (p"),
+    "a name that starts with ENTRY": ("%f.4 (p", "ENTRY_f.4 (p"),
+    "a computation after the entry": ("ROOT %o = f32[4]{0} add(f32[4]{0} %d, f32[4]{0} %d)\n}\n",
+                                      "ROOT %o = f32[4]{0} add(f32[4]{0} %d, f32[4]{0} %d)\n}\n\n"
+                                      "%late (q: f32[]) -> f32[] {\n  ROOT %q = f32[] parameter(0)\n}\n"),
+    "an error in a later header": ("%f.5 (p: f32[4]) -> f32[]", "%f.5 (p: f32[4]) -> f32[] junk"),
+}
+
+
+@pytest.mark.parametrize("edge", sorted(_PRINTED_EDGES))
+def test_computations_found_without_the_parser_are_what_it_finds(edge, monkeypatch):
+    """A lazy parse reads computations printed one after another without the parser, one
+    match of the grammar's COMPUTATION terminal each (`_parse_printed`): the module is the
+    one the parser alone gives, or the error its error, on texts that leave that form."""
+    from hloscope.text import parser
+
+    old, new = _PRINTED_EDGES[edge]
+    assert old in _REPEATED
+    text = _REPEATED.replace(old, new, 1)
+    try:
+        found = _outline_of(hloscope.parse_all(text, lazy=True))
+    except hloscope.HloSyntaxError as e:
+        found = (e.message, e.line, e.column)
+    monkeypatch.setattr(parser, "_parse_printed", lambda *args: None)
+    try:
+        expected = _outline_of(hloscope.parse_all(text, lazy=True))
+    except hloscope.HloSyntaxError as e:
+        expected = (e.message, e.line, e.column)
+    assert found == expected
+
+
+def test_printed_computations_on_every_text_are_what_the_parser_finds(monkeypatch):
+    """The same on the fixtures and the corpus, whole and as the tail part a split parse
+    reads (`start="computations"`); most fixtures take the path (it is not left untried)."""
+    from hloscope.text import parser
+
+    from .conftest import corpus_texts_or_none, fixture_texts
+
+    taken = 0
+    real = parser._parse_printed
+
+    def counting(*args):
+        nonlocal taken
+        found = real(*args)
+        taken += found is not None
+        return found
+
+    texts = fixture_texts() + corpus_texts_or_none()
+    found = []
+    monkeypatch.setattr(parser, "_parse_printed", counting)
+    for text in texts:
+        try:
+            found.append(_outline_of(hloscope.parse_all(text, lazy=True)))
+        except hloscope.HloSyntaxError as e:
+            found.append((e.message, e.line, e.column))
+    assert taken >= len(fixture_texts())
+    monkeypatch.setattr(parser, "_parse_printed", lambda *args: None)
+    for k, text in enumerate(texts):
+        try:
+            expected = _outline_of(hloscope.parse_all(text, lazy=True))
+        except hloscope.HloSyntaxError as e:
+            expected = (e.message, e.line, e.column)
+        assert found[k] == expected, k
+
+
 def test_lazy_body_errors_surface_on_use():
     text = "HloModule m\n\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = f32[] add(p, nope)\n}\n"
     m = hloscope.parse(text, lazy=True)

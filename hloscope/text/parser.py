@@ -6,7 +6,8 @@ is built: each rule's callback makes IR objects directly. Operand names are reso
 whole computation is read, the way XLA's parser resolves them (within the computation).
 The same builder serves the reference engine (hloscope.text.lark_engine), which reads the
 specification alone: the fast grammar's coarse tokens only add callbacks of their own
-(`instruction_line`, printed bodies and computations).
+(`instruction_line`, printed bodies and computations). A lazy parse reads the computations
+printed after the first with the grammar's COMPUTATION terminal alone (`_parse_printed`).
 """
 
 from __future__ import annotations
@@ -301,16 +302,12 @@ class Builder(Transformer):
         return self._with_inline(comp)
 
     def _printed_computation(self, token):
-        """(name, signature, body) of a COMPUTATION token."""
-        text = token  # not str(token): that would copy the whole body once more
-        name_end = _WHITESPACE.search(text).start()
-        brace = _BODY_OPEN.search(text, name_end).start()
-        signature = text[name_end:brace].strip()
-        line = token.line + text.count("\n", 0, brace)
-        column = brace - text.rfind("\n", 0, brace)  # 1-based; rfind is -1 on the first line
-        if line == token.line:
-            column = token.column + brace
-        return text[:name_end], signature, LazyBody.of_token(token, self.source, brace, line, column)
+        """(name, signature, body) of a COMPUTATION token: a span of the source when the token
+        lies in it, else of the token itself (as inside an inline body)."""
+        source, start = self.source, token.start_pos
+        if source is not None and source.startswith(token, start):
+            return printed_parts(source, start, start + len(token), token.line, token.column)
+        return printed_parts(str(token), 0, len(token), token.line, token.column)
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
@@ -654,6 +651,18 @@ def _start_of(m: re.Match[str]) -> int:
     return m.start(1) if m.group(1) is not None else m.start(2)
 
 
+def printed_parts(source: str, start: int, end: int, line: int, column: int):
+    """(name, signature, body) of the computation as printed (the grammar's COMPUTATION
+    terminal) that `source[start:end]` is, starting at `line`:`column`."""
+    name_end = _WHITESPACE.search(source, start).start()
+    brace = _BODY_OPEN.search(source, name_end).start()
+    signature = source[name_end:brace].strip()
+    newlines = source.count("\n", start, brace)
+    # Columns are 1-based: the brace's distance from the newline before it.
+    body_column = brace - source.rfind("\n", start, brace) if newlines else column + brace - start
+    return source[start:name_end], signature, LazyBody(source, brace, end, line + newlines, body_column)
+
+
 def _operand_names(inner: str) -> list[str]:
     return _cuts().operand_names.findall(inner)
 
@@ -679,16 +688,12 @@ class LazyBody:
         None until the module is known."""
 
     @classmethod
-    def of_token(cls, token, source: str | None, skip: int = 0, line: int | None = None,
-                 column: int | None = None) -> "LazyBody":
-        """The body that is `token` from `skip` on (at `line`:`column`, else the token's):
-        a span of `source` when the token lies in it, else of the token itself (as inside
-        an inline body)."""
-        line = token.line if line is None else line
-        column = token.column if column is None else column
+    def of_token(cls, token, source: str | None) -> "LazyBody":
+        """The body that is `token` (a BODY): a span of `source` when the token lies in it,
+        else of the token itself (as inside an inline body)."""
         if source is not None and source.startswith(token, token.start_pos):
-            return cls(source, token.start_pos + skip, token.start_pos + len(token), line, column)
-        return cls(str(token), skip, len(token), line, column)
+            return cls(source, token.start_pos, token.start_pos + len(token), token.line, token.column)
+        return cls(str(token), 0, len(token), token.line, token.column)
 
     @property
     def text(self) -> str:
@@ -1819,6 +1824,79 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w.\-%])%?" + re.escape(name.lstrip("%")) + r"(?![\w.\-])")
 
 
+# ─── computations as printed, found without the parser ────────────────────────────────
+#
+# A large text is mostly computations printed one after another. Each is one COMPUTATION
+# token, which the grammar's own terminal matches in one regex match; the parser's work per
+# token (lexer, LALR tables, callbacks) then costs as much again. A lazy parse reads the
+# text up to the end of its first computation with the parser (the module's header and
+# tables), and the rest computation by computation with the terminal alone: at each place
+# the parser's lexer would try COMPUTATION first (its highest priority) and, where it
+# matches, take exactly that token; only whitespace may lie between two (what the grammar
+# ignores, comments aside). Anything else anywhere in the rest, or an error in the head,
+# and the parser reads the whole text, reporting what it reports.
+
+# A body's closing brace, then whitespace up to what may start the next computation.
+_AFTER_FIRST = re.compile(r"\n\}[ \t]*\r?\n\s*(?=(?:ENTRY\s+)?%?[A-Za-z_])")
+_WHITESPACE_RUN = re.compile(r"\s*")
+
+
+@functools.lru_cache(maxsize=1)
+def _printed_computation_pattern() -> re.Pattern[str]:
+    """`[ENTRY] COMPUTATION`, then the whitespace after it (the grammar ignores `\\s+`)."""
+    return re.compile(r"(ENTRY\s+)?(" + _lark().get_terminal("COMPUTATION").pattern.to_regexp() + r")\s*")
+
+
+def _parse_printed(parser: lark.Lark, text: str, start: str, unfinished: bool):
+    """What `parser.parse(text, start=start)` gives when the text is computations as printed
+    after its head (see above); None where it is not, or may not be."""
+    builder = parser.options.transformer
+    if start == "computations":
+        return _printed_computations(text, _WHITESPACE_RUN.match(text).end(), 1, builder.progress)
+    if start != "start":
+        return None
+    cut = _AFTER_FIRST.search(text)
+    if cut is None:
+        return None
+    # Progress is reported from the rest on: were the whole text parsed after all, it would
+    # otherwise go back.
+    progress, was_unfinished = builder.progress, builder.unfinished
+    builder.progress, builder.unfinished = None, True
+    try:
+        (head,) = parser.parse(text[: cut.end()], start="start")
+    except (lark.exceptions.LarkError, HloSyntaxError, ValueError):
+        return None  # the whole text's parse says what is wrong
+    finally:
+        builder.progress, builder.unfinished = progress, was_unfinished
+    rest = _printed_computations(text, cut.end(), text.count("\n", 0, cut.end()) + 1, progress)
+    if rest is None:
+        return None
+    whole = Unfinished(head.name, head.attr_tokens, head.computations + rest, head.tables)
+    return [whole] if unfinished else [finish_module(whole, [])]
+
+
+def _printed_computations(text: str, pos: int, line: int, progress) -> list[Computation] | None:
+    """The computations printed in `text[pos:]` (`line`: the line at `pos`), each found by
+    one match of `_printed_computation_pattern`; None unless they tile it to its end."""
+    match = _printed_computation_pattern().match
+    count, rfind = text.count, text.rfind
+    comps = []
+    while pos < len(text):
+        m = match(text, pos)
+        if m is None:
+            return None
+        begin, end = m.span(2)
+        line += count("\n", pos, begin)
+        name, signature, body = printed_parts(text, begin, end, line, begin - rfind("\n", 0, begin))
+        comps.append(Computation(name.lstrip("%"), None, m.start(1) >= 0, None, Attributes([]), line, signature,
+                                 body=body))
+        if progress is not None:
+            progress(end)
+        line += count("\n", begin, m.end())
+        pos = m.end()
+    return comps
+
+
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
                source: str | None = None, unfinished: bool = False, references: list | None = None):
     """What the grammar's `start` symbol reads from `text`: a list of modules (Unfinished
@@ -1855,7 +1933,11 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy
         if nul >= 0:  # XLA reads text up to its first NUL; no HLO holds one
             raise HloSyntaxError("a NUL character: binary data, not HLO text", text.count("\n", 0, nul) + 1,
                                  nul - text.rfind("\n", 0, nul))
-        parsed = parser.parse(text, start=start)
+        parsed = None
+        if lazy and not builder.inline_possible and parser is _lark():
+            parsed = _parse_printed(parser, text, start, unfinished)
+        if parsed is None:
+            parsed = parser.parse(text, start=start)
         if references is not None:
             references.extend(hits)
         elif start == "start" and not unfinished:
