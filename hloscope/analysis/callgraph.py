@@ -344,8 +344,6 @@ class CallGraph:
         loops: list[Instruction] = []
         calls_nothing: dict[int, bool] = {}  # by original: a copy calls what its original calls
         for comp in module.computations:
-            if reads is not None and not reads(comp):
-                continue
             original = comp.copy_of
             if original is not None and not comp.is_read:
                 quiet = calls_nothing.get(id(original))
@@ -354,6 +352,8 @@ class CallGraph:
                         inst.called_computation_names for inst in original.instructions)
                 if quiet:
                     continue  # a copy not made yet, and nothing to find in it
+            if reads is not None and not reads(comp):
+                continue
             for inst in comp.instructions:
                 names = inst.called_computation_names
                 if not names:

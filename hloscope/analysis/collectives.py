@@ -272,14 +272,27 @@ def _may_call_into_collective(comp) -> bool:
     return comp.may_mention(_CALLING_ATTRIBUTES) or comp.may_contain(_TO_APPLY_CALLS)
 
 
+def _may_hold_collective(comp, holds: dict[int, bool]) -> bool:
+    """False for an unread body that certainly holds no collective: its text names no kind,
+    or it is a copy of a body that holds none (`Computation.copy_of`; `holds`, by original)."""
+    original = comp.copy_of
+    if original is None or comp.is_read:
+        return comp.may_mention(_KIND_NAMES)
+    found = holds.get(id(original))
+    if found is None:
+        found = holds[id(original)] = any(inst.info.collective is not None for inst in original.instructions)
+    return found
+
+
 def analyze_collectives(module) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
     # Unread bodies that call nothing a collective could be in stay unread.
     runs = CallGraph(module, reads=_may_call_into_collective)
     found: list[Collective] = []
+    holds: dict[int, bool] = {}  # by original
     for comp in module.computations:
-        if not comp.may_mention(_KIND_NAMES):
-            continue  # an unread body that names no collective
+        if not _may_hold_collective(comp, holds):
+            continue  # an unread body that certainly holds none
         # Inside an async-start's wrapped computation: asynchronous. If the start is itself
         # a counted collective (sugar printed with its callee), the callee's op is not recounted.
         starts = runs.async_callers(comp.name)
