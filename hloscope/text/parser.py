@@ -24,16 +24,12 @@ from lark import Token, Transformer
 from .. import grammar
 from ..errors import HloSyntaxError
 from ..executor import Executor, Job
-from ..ir import opcodes
 from ..ir.attributes import (
     COMPUTATION_ATTRIBUTES,
     AliasSyntaxError,
     Attributes,
-    AttributeValueError,
     decode_input_output_alias,
-    decode_int,
     decode_names,
-    decode_replica_groups,
     input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
@@ -47,6 +43,13 @@ from ..ir.shape import (
     tuple_shape,
 )
 from .copies import Original, copies_of
+from .instruction_checks import RULES, at_attribute
+from .names import (
+    NameFacts,
+    renames_needed,
+    uniquify_computation_names,
+    uniquify_instruction_names,
+)
 
 
 def _on_body(token):
@@ -1047,14 +1050,14 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
 def _link(instructions, name: str, line: int, users: bool = True) -> Instruction:
     """Resolve operand names within one computation, fill users (unless `users` is False: a
     check that keeps nothing), find the root; and check what XLA's parser checks of a
-    computation and of each instruction (`_RULES`). As in XLA, every operand and control
+    computation and of each instruction (hloscope.text.instruction_checks). As in XLA, every operand and control
     predecessor is defined before its use, which also rules out cycles."""
     if not instructions:
         raise HloSyntaxError(f"computation '{name}' has no instructions", line, 1)
     by_name: dict[str, Instruction] = {}
     root = None
     numbers: dict[int, Instruction] = {}
-    rules = _RULES
+    rules = RULES
     for inst in instructions:
         ops = inst.operands
         if ops:
@@ -1076,16 +1079,13 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
             control = attributes.get("control-predecessors")
             if control is not None:
                 _check_control_predecessors(inst, control, by_name, instructions)
-        try:
-            rule = rules[inst.opcode]
-        except KeyError:
-            rule = rules[inst.opcode] = _rule_for(inst.opcode)
+        rule = rules[inst.opcode]
         if rule is not None:
             rule(inst)
             if inst.opcode == "parameter":
                 number = inst.parameter_number
                 if number in numbers:
-                    raise _at_attribute(inst, f"parameter number {number} is taken by '{numbers[number].name}'",
+                    raise at_attribute(inst, f"parameter number {number} is taken by '{numbers[number].name}'",
                                         "parameter(")
                 numbers[number] = inst
         if inst.nested:
@@ -1100,7 +1100,7 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
     if numbers and len(numbers) - 1 != max(numbers):
         missing = min(set(range(len(numbers))) - numbers.keys())
         inst = numbers[max(numbers)]
-        raise _at_attribute(inst, f"parameter {max(numbers)} of '{name}' has no parameter {missing} before it",
+        raise at_attribute(inst, f"parameter {max(numbers)} of '{name}' has no parameter {missing} before it",
                             "parameter(")
     if root is None:
         root = instructions[-1]
@@ -1185,140 +1185,6 @@ def _check_control_predecessors(inst, value: str, by_name, instructions) -> None
             raise HloSyntaxError(message, inst.line, 0, hint=ref, hint_after="control-predecessors=")
 
 
-def _at_opcode(inst: Instruction, message: str) -> HloSyntaxError:
-    """An error pointing at `inst`'s opcode (found in the source line later)."""
-    return HloSyntaxError(message, inst.line, 0, hint_after=inst.opcode + "(", hint_offset=-len(inst.opcode) - 1)
-
-
-def _at_attribute(inst: Instruction, message: str, written: str, offset: int = 0) -> HloSyntaxError:
-    """An error pointing `offset` characters into what follows `written` (`channel_id=`)."""
-    return HloSyntaxError(message, inst.line, 0, hint_after=written, hint_offset=offset)
-
-
-def _one_callee(inst: Instruction, key: str) -> None:
-    tail = inst.attributes.tail
-    at = tail.find(key + "=") if tail else -1
-    if at > 0 and tail[at - 1] in ", \t" and tail[at + len(key) + 1:at + len(key) + 2] not in ("{", ",", ""):
-        return  # written, as one name (most instructions: no need to cut the attributes apart)
-    value = inst.attributes.uncached(key)
-    if value is None:
-        raise _at_opcode(inst, f"{inst.opcode} expects {key}=")
-    if len(decode_names(value)) != 1:
-        raise _at_attribute(inst, f"{key}= names one computation", key + "=")
-
-
-def _operand_count(inst: Instruction, expected: int, what: str) -> None:
-    if len(inst.operands) != expected:
-        # At the operand list's `(`, as XLA points.
-        raise _at_attribute(inst, f"{inst.opcode} expects {expected} operand{'s' if expected != 1 else ''} "
-                                  f"({what}), but has {len(inst.operands)}", inst.opcode + "(", -1)
-
-
-def _check_tuple(inst: Instruction) -> None:
-    if inst.shape.is_tuple:
-        _operand_count(inst, len(inst.shape.tuple_shapes), "one per element of its shape")
-
-
-def _check_while(inst: Instruction) -> None:
-    _operand_count(inst, 1, "the loop state")
-    _one_callee(inst, "condition")
-    _one_callee(inst, "body")
-
-
-def _check_conditional(inst: Instruction) -> None:
-    branches = inst.attributes.uncached("branch_computations")
-    if branches is not None:
-        count = len(decode_names(branches))
-        if count == 0:
-            raise _at_attribute(inst, "branch_computations= names no computation", "branch_computations=")
-    else:
-        _one_callee(inst, "true_computation")
-        _one_callee(inst, "false_computation")
-        count = 2
-    _operand_count(inst, count + 1, "the branch index, then one per branch")
-
-
-def _check_get_tuple_element(inst: Instruction) -> None:
-    if len(inst.operands) != 1:
-        _operand_count(inst, 1, "a tuple")
-    tail = inst.attributes.tail
-    first = _LEADING_INDEX.match(tail) if tail else None  # as XLA prints it, the first attribute
-    index = first.group(1) if first else inst.attributes.uncached("index")
-    if index is None:
-        raise _at_opcode(inst, "get-tuple-element expects index=")
-    if not _TUPLE_INDEX.fullmatch(index):
-        raise _at_attribute(inst, f"index= expects an integer, not {index[:20]!r}", "index=")
-    operand = inst.operands[0].shape
-    if operand.is_tuple and int(index) >= len(operand.tuple_shapes):
-        raise _at_attribute(inst, f"index={index} is not an element of {operand}", "index=")
-
-
-def _check_collective(inst: Instruction) -> None:
-    """The attributes the collectives analysis decodes, decoded once here as XLA reads them."""
-    attributes = inst.attributes
-    for key, decode in (("channel_id", decode_int), ("replica_groups", decode_replica_groups)):
-        value = attributes.uncached(key)
-        if value is not None:
-            try:
-                decode(value)
-            except AttributeValueError as e:
-                raise _at_attribute(inst, f"{key}: {e}", key + "=", e.offset + len(value) - len(value.lstrip())) from None
-
-
-def _check_parameter(inst: Instruction) -> None:
-    if inst.parameter_number is None or inst.parameter_number < 0 or inst.operands:
-        raise _at_opcode(inst, "parameter expects its number, parameter(N) with N >= 0")
-
-
-def _needs_calls(inst: Instruction) -> None:
-    _one_callee(inst, "calls")
-
-
-def _needs_to_apply(inst: Instruction) -> None:
-    _one_callee(inst, "to_apply")
-
-
-_TUPLE_INDEX = re.compile(r"[0-9]+")
-_LEADING_INDEX = re.compile(r",[ \t]*index=([0-9]+)(?=[,\s]|\Z)")
-
-
-def _rule_for(opcode: str):
-    """The check of one opcode's structure (None for most), from the opcode table's facts."""
-    op = opcodes.info(opcode)
-    checks = []
-    if opcode == "parameter":
-        checks.append(_check_parameter)
-    rule = op.value_rule
-    if rule == "while":
-        checks.append(_check_while)
-    elif rule == "call":
-        checks.append(_needs_to_apply)
-    elif rule == "conditional":
-        checks.append(_check_conditional)
-    elif rule == "tuple":
-        checks.append(_check_tuple)
-    elif rule == "element" and op.start_element is None:
-        checks.append(_check_get_tuple_element)
-    if op.calls_kind == "fused" or (op.canonical == "async-start" and not op.sugar):
-        checks.append(_needs_calls)
-    if op.collective is not None:
-        checks.append(_check_collective)
-    if not checks:
-        return None
-    if len(checks) == 1:
-        return checks[0]
-
-    def check_all(inst: Instruction) -> None:
-        for check in checks:
-            check(inst)
-
-    return check_all
-
-
-_RULES: dict[str, object] = {}
-"""Each opcode's check (`_rule_for`), found on first sight of the opcode."""
-
-
 def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None) -> Module:
     seen: set[str] = set()
     entry = None
@@ -1336,12 +1202,12 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
         entry.is_entry = True
     for token in attr_tokens:
         _check_module_attribute(token)
-    _uniquify_computation_names(comps)
-    if any(not c.is_read for c in comps) and _renames_needed(known or [NameFacts.of(comps)]):
+    uniquify_computation_names(comps)
+    if any(not c.is_read for c in comps) and renames_needed(known or [NameFacts.of(comps)]):
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
-    if all(c.is_read for c in comps) and _renames_needed([NameFacts.of(comps)]):
-        _uniquify_instruction_names(comps)
+    if all(c.is_read for c in comps) and renames_needed([NameFacts.of(comps)]):
+        uniquify_instruction_names(comps)
         for c in comps:
             c.forget_body_source()  # renamed: the text no longer says what they are
     if name is None:
@@ -1554,175 +1420,6 @@ def _check_module_attribute(token) -> None:
             k = written.find(body) + 1 + pos + (len(inner[pos:]) - len(inner[pos:].lstrip()))
             raise HloSyntaxError(f"malformed {name} entry", token.line, token.column + k)
         pos = m.end()
-
-
-class _NameUniquer:
-    """XLA's NameUniquer: names are made unique by their numeric `.N` suffix.
-
-    A second `x` becomes `x.1`; a written `x.1` that is then taken becomes the next free
-    suffix; the first holder keeps its name.
-    """
-
-    def __init__(self):
-        self._ids: dict[str, _SequentialIds] = {}
-
-    def unique(self, name: str) -> str:
-        root, sep, suffix = name.rpartition(".")
-        if sep and root and suffix.isdigit():
-            wanted, has_suffix = int(suffix), True
-        else:
-            root, wanted, has_suffix = name, 0, False
-        ids = self._ids.get(root)
-        if ids is None:
-            ids = self._ids[root] = _SequentialIds()
-        got = ids.register(wanted)
-        if got != wanted or (got == 0 and has_suffix and suffix != "0"):
-            return f"{root}.{got}"
-        return name
-
-
-class _SequentialIds:
-    """The numeric suffixes taken for one name root (XLA's SequentialIdGenerator)."""
-
-    __slots__ = ("next", "used")
-
-    def __init__(self):
-        self.used: set[int] = set()
-        self.next = 0
-
-    def register(self, wanted: int) -> int:
-        if wanted not in self.used:
-            self.used.add(wanted)
-            return wanted
-        while self.next in self.used:
-            self.next += 1
-        self.used.add(self.next)
-        self.next += 1
-        return self.next - 1
-
-
-def _uniquify_computation_names(comps) -> None:
-    """Rename computations whose names repeat (inline ones are all `_`), as XLA does."""
-    names = [c.name for c in comps]
-    if len(set(names)) == len(names) and not any(".0" in n and _ZERO_SUFFIX.search(n) for n in names):
-        # Distinct names meet in the uniquer only through a zero-led suffix (`x`, `x.0`;
-        # `x.1`, `x.01`), which it also rewrites (`x.00` is `x.0`): without one, it keeps all.
-        return
-    uniquer = _NameUniquer()
-    for comp in comps:
-        comp.name = uniquer.unique(comp.name)
-
-
-def _name_facts(comp) -> tuple[list[str], list[str]]:
-    """What `_renames_needed` looks at in one computation, read or not: its instruction names
-    and the opcodes it wraps as async sugar (`reduce-scatter` for `reduce-scatter-start`)."""
-    if comp.is_read:
-        names = [i.name for i in comp.instructions]
-        starts = {i.opcode for i in comp.instructions}
-    else:
-        body = comp.body_source
-        names = body.names()
-        # The regex starts with a character class (slow to scan for): look for the literal first.
-        starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
-                  if body.source.find("-start", body.start, body.end) >= 0 else ())
-    return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
-
-
-class NameFacts:
-    """What `_renames_needed` reads of a run of computations: their instruction names, whether
-    one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
-    sugar. The two parts of a parallel parse each find theirs (`plain()` crosses processes)."""
-
-    __slots__ = ("_distinct", "names", "repeats", "wrapped", "zero_led")
-
-    def __init__(self, names: list[str], repeats: bool | None = None, zero_led: list[str] | None = None,
-                 wrapped=()):
-        self.names = names
-        self._distinct: set[str] | None = None
-        self.repeats = len(self.distinct) != len(names) if repeats is None else repeats
-        self.zero_led = ([n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
-                         if zero_led is None else zero_led)
-        self.wrapped = set(wrapped)
-
-    @classmethod
-    def of(cls, comps) -> NameFacts:
-        names: list[str] = []
-        wrapped: set[str] = set()
-        for comp in comps:
-            comp_names, comp_wrapped = _name_facts(comp)
-            names += comp_names
-            wrapped.update(comp_wrapped)
-        return cls(names, wrapped=wrapped)
-
-    @property
-    def distinct(self) -> set[str]:
-        if self._distinct is None:
-            self._distinct = set(self.names)
-        return self._distinct
-
-    def has_set(self) -> bool:
-        return self._distinct is not None
-
-    def plain(self) -> tuple:
-        return self.names, self.repeats, self.zero_led, sorted(self.wrapped)
-
-
-def _renames_needed(parts: list[NameFacts]) -> bool:
-    """Whether making instruction names unique would rename any, judged from the names
-    alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
-    on the side of yes. `parts`: the names of the module's computations, in runs.
-
-    Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
-    and `x.01`), and with the names XLA takes for the computations it builds around async
-    sugar (`async_param`, the wrapped opcode's name).
-    """
-    if any(p.repeats for p in parts):
-        return True
-    # Each run's names are distinct: a repeat is a name shared by two runs (looked up in
-    # whichever run's set is built already: one of 100K names takes 0.1 s to build).
-    for k, later in enumerate(parts[1:], 1):
-        for earlier in parts[:k]:
-            built, other = (later, earlier) if later.has_set() and not earlier.has_set() else (earlier, later)
-            if not built.distinct.isdisjoint(other.names):
-                return True
-    keys: set[tuple[str, int]] = set()
-    for name in (n for p in parts for n in p.zero_led):
-        root, _, suffix = name.rpartition(".")
-        key = (root, int(suffix))
-        written = root if key[1] == 0 else f"{root}.{key[1]}"
-        if key in keys or any(written in p.distinct for p in parts):
-            return True
-        keys.add(key)
-    wrapped = set().union(*(p.wrapped for p in parts))
-    if wrapped:
-        hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
-        if any(hidden.search("\n".join(p.names)) for p in parts):
-            return True
-    return False
-
-
-# Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
-_SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
-_SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
-_START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
-_ZERO_SUFFIX = re.compile(r".\.0\d*$")
-
-
-def _uniquify_instruction_names(comps) -> None:
-    """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
-    module, computations in module order, instructions in text order."""
-    instructions = _NameUniquer()
-    for comp in comps:
-        # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
-        # computation while it reads the enclosing one; its names are taken first.
-        for inst in comp.instructions:
-            op = opcodes.info(inst.opcode)
-            if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
-                for _ in inst.operands:
-                    instructions.unique("async_param")
-                instructions.unique(op.wrapped)
-        for inst in comp.instructions:
-            inst.name = instructions.unique(inst.name)
 
 
 def _describe_expected(expected) -> str:

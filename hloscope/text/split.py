@@ -23,9 +23,9 @@ from lark import Token
 from ..errors import HloSyntaxError
 from ..executor import Executor, Job
 from ..ir.module import Computation
+from .names import NameFacts
 from .outline import computations_from_outline, computations_outline
 from .parser import (
-    NameFacts,
     Unfinished,
     attach_source,
     check_references,

@@ -1,0 +1,183 @@
+"""Names as XLA's parser makes them unique, and whether a module's names need it.
+
+XLA's parser gives every computation and every instruction of a module a name of its own
+(its NameUniquer, by numeric `.N` suffixes); hloscope renames as it does. Whether any name
+would change is judged from the names alone (`renames_needed`), so a lazily read module's
+bodies stay unread when none would; the two parts of a parallel parse find their names
+each (`NameFacts`) and the join judges them together.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir import opcodes
+
+
+class _NameUniquer:
+    """XLA's NameUniquer: names are made unique by their numeric `.N` suffix.
+
+    A second `x` becomes `x.1`; a written `x.1` that is then taken becomes the next free
+    suffix; the first holder keeps its name.
+    """
+
+    def __init__(self):
+        self._ids: dict[str, _SequentialIds] = {}
+
+    def unique(self, name: str) -> str:
+        root, sep, suffix = name.rpartition(".")
+        if sep and root and suffix.isdigit():
+            wanted, has_suffix = int(suffix), True
+        else:
+            root, wanted, has_suffix = name, 0, False
+        ids = self._ids.get(root)
+        if ids is None:
+            ids = self._ids[root] = _SequentialIds()
+        got = ids.register(wanted)
+        if got != wanted or (got == 0 and has_suffix and suffix != "0"):
+            return f"{root}.{got}"
+        return name
+
+
+class _SequentialIds:
+    """The numeric suffixes taken for one name root (XLA's SequentialIdGenerator)."""
+
+    __slots__ = ("next", "used")
+
+    def __init__(self):
+        self.used: set[int] = set()
+        self.next = 0
+
+    def register(self, wanted: int) -> int:
+        if wanted not in self.used:
+            self.used.add(wanted)
+            return wanted
+        while self.next in self.used:
+            self.next += 1
+        self.used.add(self.next)
+        self.next += 1
+        return self.next - 1
+
+
+def uniquify_computation_names(comps) -> None:
+    """Rename computations whose names repeat (inline ones are all `_`), as XLA does."""
+    names = [c.name for c in comps]
+    if len(set(names)) == len(names) and not any(".0" in n and _ZERO_SUFFIX.search(n) for n in names):
+        # Distinct names meet in the uniquer only through a zero-led suffix (`x`, `x.0`;
+        # `x.1`, `x.01`), which it also rewrites (`x.00` is `x.0`): without one, it keeps all.
+        return
+    uniquer = _NameUniquer()
+    for comp in comps:
+        comp.name = uniquer.unique(comp.name)
+
+
+def _name_facts(comp) -> tuple[list[str], list[str]]:
+    """What `renames_needed` looks at in one computation, read or not: its instruction names
+    and the opcodes it wraps as async sugar (`reduce-scatter` for `reduce-scatter-start`)."""
+    if comp.is_read:
+        names = [i.name for i in comp.instructions]
+        starts = {i.opcode for i in comp.instructions}
+    else:
+        body = comp.body_source
+        names = body.names()
+        # The regex starts with a character class (slow to scan for): look for the literal first.
+        starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
+                  if body.source.find("-start", body.start, body.end) >= 0 else ())
+    return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
+
+
+class NameFacts:
+    """What `renames_needed` reads of a run of computations: their instruction names, whether
+    one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
+    sugar. The two parts of a parallel parse each find theirs (`plain()` crosses processes)."""
+
+    __slots__ = ("_distinct", "names", "repeats", "wrapped", "zero_led")
+
+    def __init__(self, names: list[str], repeats: bool | None = None, zero_led: list[str] | None = None,
+                 wrapped=()):
+        self.names = names
+        self._distinct: set[str] | None = None
+        self.repeats = len(self.distinct) != len(names) if repeats is None else repeats
+        self.zero_led = ([n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
+                         if zero_led is None else zero_led)
+        self.wrapped = set(wrapped)
+
+    @classmethod
+    def of(cls, comps) -> NameFacts:
+        names: list[str] = []
+        wrapped: set[str] = set()
+        for comp in comps:
+            comp_names, comp_wrapped = _name_facts(comp)
+            names += comp_names
+            wrapped.update(comp_wrapped)
+        return cls(names, wrapped=wrapped)
+
+    @property
+    def distinct(self) -> set[str]:
+        if self._distinct is None:
+            self._distinct = set(self.names)
+        return self._distinct
+
+    def has_set(self) -> bool:
+        return self._distinct is not None
+
+    def plain(self) -> tuple:
+        return self.names, self.repeats, self.zero_led, sorted(self.wrapped)
+
+
+def renames_needed(parts: list[NameFacts]) -> bool:
+    """Whether making instruction names unique would rename any, judged from the names
+    alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
+    on the side of yes. `parts`: the names of the module's computations, in runs.
+
+    Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
+    and `x.01`), and with the names XLA takes for the computations it builds around async
+    sugar (`async_param`, the wrapped opcode's name).
+    """
+    if any(p.repeats for p in parts):
+        return True
+    # Each run's names are distinct: a repeat is a name shared by two runs (looked up in
+    # whichever run's set is built already: one of 100K names takes 0.1 s to build).
+    for k, later in enumerate(parts[1:], 1):
+        for earlier in parts[:k]:
+            built, other = (later, earlier) if later.has_set() and not earlier.has_set() else (earlier, later)
+            if not built.distinct.isdisjoint(other.names):
+                return True
+    keys: set[tuple[str, int]] = set()
+    for name in (n for p in parts for n in p.zero_led):
+        root, _, suffix = name.rpartition(".")
+        key = (root, int(suffix))
+        written = root if key[1] == 0 else f"{root}.{key[1]}"
+        if key in keys or any(written in p.distinct for p in parts):
+            return True
+        keys.add(key)
+    wrapped = set().union(*(p.wrapped for p in parts))
+    if wrapped:
+        hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
+        if any(hidden.search("\n".join(p.names)) for p in parts):
+            return True
+    return False
+
+
+# Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
+_SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
+_SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
+_START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
+_ZERO_SUFFIX = re.compile(r".\.0\d*$")
+
+
+def uniquify_instruction_names(comps) -> None:
+    """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
+    module, computations in module order, instructions in text order."""
+    instructions = _NameUniquer()
+    for comp in comps:
+        # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
+        # computation while it reads the enclosing one; its names are taken first.
+        for inst in comp.instructions:
+            op = opcodes.info(inst.opcode)
+            if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
+                for _ in inst.operands:
+                    instructions.unique("async_param")
+                instructions.unique(op.wrapped)
+        for inst in comp.instructions:
+            inst.name = instructions.unique(inst.name)
