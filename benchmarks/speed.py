@@ -23,7 +23,9 @@ For each module (generated and cached by benchmarks/parse.py) it prints, in one 
                larger modules' times ≤ 5.5× the small one's.
 
 The machine may be shared: every timing is the best of --repeat runs, CPU time is printed
-beside wall time, and the load average is printed at the start and the end.
+beside wall time, and the load average is printed at the start and the end. Its speed also
+drifts (1.2-1.5x over minutes): each end-to-end run is printed against XLA's parse timed
+just before it (`PairedXla`), beside the best-of verdicts.
 """
 
 from __future__ import annotations
@@ -173,6 +175,40 @@ def best_child(argv, repeat: int, before=None, extra_env=None) -> dict:
             "timeout": all(r["timeout"] for r in runs)}
 
 
+class PairedXla:
+    """XLA's parse of one text, timed again just before each run of a child. The machine's
+    speed drifts by 1.2-1.5x over minutes: a run's ratio to the XLA parse just before it
+    follows the code, where a best-of time against a best-of XLA time taken minutes
+    earlier follows the machine. The verdicts stay best-of; these ratios are printed beside."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.times: dict[str, list[float]] = {}
+
+    def before(self, key: str, then=None):
+        """A `before` for `best_child`: XLA's parse timed (under `key`), then `then()`."""
+        from jax._src.lib import xla_client as xc
+
+        def run() -> None:
+            gc.collect()
+            t0 = time.perf_counter()
+            xc.hlo.hlo_module_from_text(self.text)
+            self.times.setdefault(key, []).append(time.perf_counter() - t0)
+            if then is not None:
+                then()
+        return run
+
+    def line(self, key: str, label: str, child: dict) -> str:
+        """Each run of `child` against XLA's parse just before it, and their median."""
+        pairs = list(zip(self.times.get(key, []), child["runs"]))
+        if not pairs:
+            return f"  {label}: no paired runs"
+        ratios = sorted(t / x for x, t in pairs)
+        return (f"  {label}, each run against XLA's parse just before it: "
+                + "  ".join(f"{t:.2f}/{x:.2f} s = {t / x:.2f}×" for x, t in pairs)
+                + f"  (median {ratios[len(ratios) // 2]:.2f}×)")
+
+
 # ─── one module ─────────────────────────────────────────────────────────────────────────
 
 
@@ -202,6 +238,7 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     modules = hloscope.parse_all(text)
     r["insts"], r["comps"] = P.count_instructions(modules)
     del modules
+    paired = r["paired"] = PairedXla(text)
     text = None  # the children below read the file themselves
     gc.collect()
 
@@ -234,14 +271,14 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     for key, cmd in (("memory", "memory"), ("coll", "count-collectives")):
         argv = [py, "-m", "hloscope", cmd, f]
         print(f"  subprocesses: hloscope {cmd} cold ...", flush=True)
-        r[f"{key}_cold"] = best_child(argv, repeat, before=cache.clear)
+        r[f"{key}_cold"] = best_child(argv, repeat, before=paired.before(f"{key}_cold", cache.clear))
         cache.clear()
         if r[f"{key}_cold"]["timeout"]:
             r[f"{key}_warm"] = r[f"{key}_outline"] = r[f"{key}_cold"]
             continue
         r[f"{key}_first"] = run_child(argv)  # populates the cache
         print(f"  subprocesses: hloscope {cmd} warm ...", flush=True)
-        r[f"{key}_warm"] = best_child(argv, repeat)
+        r[f"{key}_warm"] = best_child(argv, repeat, before=paired.before(f"{key}_warm"))
         print(f"  subprocesses: hloscope {cmd}, outline cached, result not ...", flush=True)
         r[f"{key}_outline"] = best_child(argv, repeat, before=cache.clear_results)
     cache.clear()
@@ -308,6 +345,9 @@ def print_module(r: dict) -> list[tuple[str, bool]]:
         if first:
             print(f"  ({'memory' if key == 'memory' else 'count-collectives'} first run after clearing, "
                   f"writes the cache: {first['wall']:.2f} s, RSS {first['rss']:.0f} MB)")
+    for key, label in (("memory_cold", "memory cold"), ("memory_warm", "memory warm"),
+                       ("coll_cold", "count-collectives cold"), ("coll_warm", "count-collectives warm")):
+        print(r["paired"].line(key, label, r[key]))
     print("runs (s): " + " | ".join(
         f"{k} " + " ".join(f"{t:.2f}" for t in r[k]["runs"])
         for k in ("memory_cold", "memory_warm", "memory_outline", "coll_cold", "coll_warm", "coll_outline")))
@@ -368,35 +408,16 @@ def bench_diff(a: dict, b_path: Path, repeat: int, cache: ModuleCache) -> list[t
     py = sys.executable
     argv = [py, "-m", "hloscope", "diff", str(a["path"]), str(b_path)]
     print(f"\n── hloscope diff {a['path'].name} {b_path.name} ──", flush=True)
-    # The machine's speed drifts by 1.2-1.5x over minutes: XLA's parse of A is timed again
-    # just before each run, and each run's ratio to it printed beside the best-of ratio.
-    from jax._src.lib import xla_client as xc
-
-    text = a["path"].read_text()
-    paired: dict[str, list[float]] = {"cold": [], "warm": []}
-
-    def xla_then(kind: str, clear: bool):
-        def before():
-            gc.collect()
-            t0 = time.perf_counter()
-            xc.hlo.hlo_module_from_text(text)
-            paired[kind].append(time.perf_counter() - t0)
-            if clear:
-                cache.clear()
-        return before
-
-    cold = best_child(argv, repeat, before=xla_then("cold", True))
+    paired = PairedXla(a["path"].read_text())  # see PairedXla: the machine's speed drifts
+    cold = best_child(argv, repeat, before=paired.before("cold", cache.clear))
     cache.clear()
     run_child(argv)
-    warm = best_child(argv, repeat, before=xla_then("warm", False))
+    warm = best_child(argv, repeat, before=paired.before("warm"))
     cache.clear()
     xla = a["xla"]
     checks = []
     for kind, c in (("cold", cold), ("warm", warm)):
-        ratios = [t / x for x, t in zip(paired[kind], c["runs"])]
-        print(f"  {kind}, each run against XLA's parse just before it: "
-              + "  ".join(f"{t:.2f}/{x:.2f} s = {t / x:.2f}×" for x, t in zip(paired[kind], c["runs"]))
-              + f"  (median {sorted(ratios)[len(ratios) // 2]:.2f}×)")
+        print(paired.line(kind, kind, c))
     for label, c, target in (("hloscope diff, cold", cold, TARGET_DIFF_COLD_X_XLA),
                              ("hloscope diff, warm", warm, TARGET_DIFF_WARM_X_XLA)):
         ok = c["wall"] <= target * xla
