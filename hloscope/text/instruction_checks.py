@@ -47,7 +47,7 @@ def _operand_count(inst: Instruction, expected: int, what: str) -> None:
     if len(inst.operands) != expected:
         # At the operand list's `(`, as XLA points.
         raise at_attribute(inst, f"{inst.opcode} expects {expected} operand{'s' if expected != 1 else ''} "
-                                  f"({what}), but has {len(inst.operands)}", inst.opcode + "(", -1)
+                                 f"({what}), but has {len(inst.operands)}", inst.opcode + "(", -1)
 
 
 def _check_tuple(inst: Instruction) -> None:

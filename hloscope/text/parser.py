@@ -1050,8 +1050,9 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
 def _link(instructions, name: str, line: int, users: bool = True) -> Instruction:
     """Resolve operand names within one computation, fill users (unless `users` is False: a
     check that keeps nothing), find the root; and check what XLA's parser checks of a
-    computation and of each instruction (hloscope.text.instruction_checks). As in XLA, every operand and control
-    predecessor is defined before its use, which also rules out cycles."""
+    computation and of each instruction (hloscope.text.instruction_checks). As in XLA,
+    every operand and control predecessor is defined before its use, which also rules out
+    cycles."""
     if not instructions:
         raise HloSyntaxError(f"computation '{name}' has no instructions", line, 1)
     by_name: dict[str, Instruction] = {}
@@ -1086,7 +1087,7 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
                 number = inst.parameter_number
                 if number in numbers:
                     raise at_attribute(inst, f"parameter number {number} is taken by '{numbers[number].name}'",
-                                        "parameter(")
+                                       "parameter(")
                 numbers[number] = inst
         if inst.nested:
             continue  # anonymous: named by the module-wide uniquer, never referred to by name
@@ -1101,7 +1102,7 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
         missing = min(set(range(len(numbers))) - numbers.keys())
         inst = numbers[max(numbers)]
         raise at_attribute(inst, f"parameter {max(numbers)} of '{name}' has no parameter {missing} before it",
-                            "parameter(")
+                           "parameter(")
     if root is None:
         root = instructions[-1]
         root.is_root = True
