@@ -307,10 +307,7 @@ class Builder(Transformer):
     def _printed_computation(self, token):
         """(name, signature, body) of a COMPUTATION token: a span of the source when the token
         lies in it, else of the token itself (as inside an inline body)."""
-        source, start = self.source, token.start_pos
-        if source is not None and source.startswith(token, start):
-            return printed_parts(source, start, start + len(token), token.line, token.column)
-        return printed_parts(str(token), 0, len(token), token.line, token.column)
+        return printed_parts(*_span_of(token, self.source), token.line, token.column)
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
@@ -654,6 +651,15 @@ def _start_of(m: re.Match[str]) -> int:
     return m.start(1) if m.group(1) is not None else m.start(2)
 
 
+def _span_of(token, source: str | None) -> tuple[str, int, int]:
+    """(text, start, end) of a token: a span of `source` when the token lies in it (bodies
+    are most of a large file's bytes: not copied), else the token itself (inside an inline
+    body, which is parsed as a text of its own)."""
+    if source is not None and source.startswith(token, token.start_pos):
+        return source, token.start_pos, token.start_pos + len(token)
+    return str(token), 0, len(token)
+
+
 def printed_parts(source: str, start: int, end: int, line: int, column: int):
     """(name, signature, body) of the computation as printed (the grammar's COMPUTATION
     terminal) that `source[start:end]` is, starting at `line`:`column`."""
@@ -694,16 +700,14 @@ class LazyBody:
     def of_token(cls, token, source: str | None) -> "LazyBody":
         """The body that is `token` (a BODY): a span of `source` when the token lies in it,
         else of the token itself (as inside an inline body)."""
-        if source is not None and source.startswith(token, token.start_pos):
-            return cls(source, token.start_pos, token.start_pos + len(token), token.line, token.column)
-        return cls(str(token), 0, len(token), token.line, token.column)
+        return cls(*_span_of(token, source), token.line, token.column)
 
     @property
     def text(self) -> str:
         return self.source[self.start : self.end]
 
     def mentions(self, literals: tuple[str, ...]) -> bool:
-        """False only when none of `literals` is certainly in the body. Unsure (True) while
+        """False only when certainly none of `literals` is in the body. Unsure (True) while
         the module's verdict is unknown or an error: the caller then reads the body, and the
         read reports the error, as a full parse would have."""
         if not self._sound():
@@ -867,8 +871,7 @@ class LazyBody:
             return (*self._read(computation, users=True), None)
         text = self.text
         original, key = copies_of(copies, text)
-        if (original is not None and computation is not computation.module.entry
-                and original.repeated_by(text) is not None and _result_fits(computation, original.root)):
+        if _reads_as_copy(original, computation, text):
             self.copy = original
             return None, None, original.computation
         instructions, root = self._read(computation, users=True)  # raises what a read finds
@@ -1109,6 +1112,14 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
     return root
 
 
+def _reads_as_copy(original: Original | None, computation, text: str) -> bool:
+    """Whether the body `text` of `computation` reads as a copy of `original` (a body read
+    before, without an error): it repeats it name for name (hloscope.text.copies), declares
+    the same result, and is not the entry (whose read also checks the module's aliases)."""
+    return (original is not None and computation is not computation.module.entry
+            and original.repeated_by(text) is not None and _result_fits(computation, original.root))
+
+
 def _result_fits(computation, root: Instruction) -> bool:
     """Whether a copy's root is the result its own header declares."""
     try:
@@ -1299,8 +1310,7 @@ class _Verdict:
                 continue  # checked by its read, or known to repeat a body that read so
             text = body.text
             original, key = copies_of(copies, text)
-            if (original is not None and comp is not module.entry and original.repeated_by(text) is not None
-                    and _result_fits(comp, original.root)):
+            if _reads_as_copy(original, comp, text):
                 continue  # it reads as a copy of a body that read without an error
             try:
                 instructions, root = body.check(comp)
