@@ -19,8 +19,8 @@ def _spy(monkeypatch, owner, name: str) -> list:
     returned = []
     original = getattr(owner, name)
 
-    def spy(*args):
-        returned.append(original(*args))
+    def spy(*args, **kwargs):
+        returned.append(original(*args, **kwargs))
         return returned[-1]
 
     monkeypatch.setattr(owner, name, spy)
@@ -222,12 +222,12 @@ def test_fused_facts_from_a_child_are_the_ones_worked_out_here(name, lazy, monke
     while the memory analysis builds values (`FusedFacts`). Each answer it gives, looked up by the
     fusion's place in the schedule, must be the one the parent would work out itself, from
     unread bodies (as the command line has them) and from read ones."""
+    from hloscope.analysis.callgraph import scheduled_instructions
     from hloscope.analysis.dataflow import (
         FusedFacts,
         _elementwise_parameters,
         _fusion_in_place_operands,
     )
-    from hloscope.analysis.callgraph import scheduled_instructions
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     module = hloscope.load(FIXTURES / name / "module.hlo.txt", lazy=lazy)
@@ -356,9 +356,11 @@ def _diff_cli(a, b, *more):
 
 
 def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
-    """`hloscope diff` has a child parse B's text into the cache while A's is parsed here
-    (`reading_ahead`): the report is the one worked out in one process."""
-    from hloscope.api import loading
+    """`hloscope diff` has a child parse B's text into the cache while A's is parsed here,
+    then work out B's side into the cache while A's is worked out here (`reading_ahead`
+    with `work_out_side`): the report is the one worked out in one process."""
+    from hloscope.api import compare, loading
+    from hloscope.api import module as module_api
 
     a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
     monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
@@ -369,13 +371,25 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "two"))
     monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
-    children = _spy(monkeypatch, runtime, "in_child")
+    jobs = []
+    started = runtime.in_child_sending
+
+    def spy(fn, *args):
+        jobs.append((args[0] if fn is runtime._send_result else fn, started(fn, *args)))
+        return jobs[-1][1]
+
+    monkeypatch.setattr(runtime, "in_child_sending", spy)
     stored = _spy(monkeypatch, loading.cache, "lookup")
+    worked_out = _spy(monkeypatch, compare, "work_out_side")
+    models = _spy(monkeypatch, module_api, "build_memory_model")
     got = _diff_cli(a, b, "--json")
     assert got.exit_code == 0, got.output
     assert got.output == expected.output
-    assert children and children[0] is not None  # the read-ahead child
+    assert jobs and jobs[0][0] is loading._read_ahead and jobs[0][1] is not None  # the read-ahead child
     assert stored[-1] is not None  # B's outline, which the child kept, was read from the cache
+    assert worked_out == []  # called in the child only
+    assert compare._side_as_plain not in [fn for fn, _ in jobs]  # no second child for B's side
+    assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
 
 
 BAD = ("HloModule m, is_scheduled=true\n\nunused (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n"
@@ -404,7 +418,7 @@ def test_a_read_ahead_input_with_an_error_is_reported_in_the_command_order(bad, 
     monkeypatch.delenv("HLOSCOPE_JOBS")
     monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache2"))
     monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
-    children = _spy(monkeypatch, runtime, "in_child")
+    children = _spy(monkeypatch, runtime, "in_child_sending")
     got = _diff_cli(a, b)
     assert children and children[0] is not None
     assert isinstance(expected.exception, HloSyntaxError)  # `main` says it, exit 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..analysis.diff import DiffResult, Side
 from ..analysis.diff import diff as diff_sides
 from . import plain, runtime
@@ -24,11 +26,28 @@ def _side_as_plain(module: Module, label: str):
         return plain.encode(side(module, label), _SIDE_TYPES)
 
 
-def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Side, Side]:
+def work_out_side(module: Module) -> None:
+    """Work out, into the cache, everything `side` reads of `module` (what a child reading B
+    ahead does for the diff, `loading.reading_ahead`'s `then`)."""
+    if not kept(module):
+        side(module)
+
+
+def sides(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
+          b_worked_out: Callable[[], bool] | None = None) -> tuple[Side, Side]:
     """Both sides; B's in a forked child while this process does A's, where it can fork
     (hloscope.api.runtime) and B's results are not in the cache already. A child that fails
     (B's text holds an error a read finds) sends nothing, and B's side is then done here,
-    raising what it raises, after A's: the errors come in the order they would without it."""
+    raising what it raises, after A's: the errors come in the order they would without it.
+
+    `b_worked_out`: a child that read B's text works B's side out into the cache meanwhile
+    (`work_out_side`, started by `loading.reading_ahead`, whose block keeps its CPU taken);
+    it waits for that child, after A's side, and B's side is then read from the cache (or,
+    if the child failed, done here, as above)."""
+    if b_worked_out is not None:
+        first = side(a, labels[0])
+        b_worked_out()
+        return first, side(b, labels[1])
     job = None if kept(b) else runtime.FORKING.submit(_side_as_plain, b, labels[1])
     # The two sides keep two CPUs busy: helpers inside either would only compete with them.
     with runtime.taking_cpus(1 if job is not None else 0):
@@ -46,7 +65,8 @@ def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Sid
 
 
 def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
-         names: tuple[str, str] = ("A", "B")) -> DiffResult:
+         names: tuple[str, str] = ("A", "B"), b_worked_out: Callable[[], bool] | None = None) -> DiffResult:
     """B against A: the temp-memory gap in named causes that add up to it
-    (hloscope.analysis.diff). `names`: how its sentence calls the two sides."""
-    return diff_sides(*sides(a, b, labels), names=names)
+    (hloscope.analysis.diff). `names`: how its sentence calls the two sides; `b_worked_out`:
+    as `sides` takes it."""
+    return diff_sides(*sides(a, b, labels, b_worked_out), names=names)

@@ -322,42 +322,80 @@ READ_AHEAD_MIN_BYTES = 4 << 20
 cost about what it saves."""
 
 
+class ReadAhead:
+    """The child `reading_ahead` started (or none): it sends one message once the inputs'
+    outlines are in the cache and, working out `then` as well, a second once that is done."""
+
+    def __init__(self, job, working_out: bool):
+        self._job = job
+        self._stored: bool | None = None if job is not None else False  # None: not heard yet
+        self.working_out = job is not None and working_out
+        """Whether the child goes on with `then` after the outlines."""
+
+    def stored(self) -> bool:
+        """Wait until the child has kept the outlines; False when it failed (or none ran)."""
+        if self._stored is None:
+            self._stored = self._job.receive() is not None
+            self.working_out = self.working_out and self._stored
+        return self._stored
+
+    def worked_out(self) -> bool:
+        """Wait until the child has worked `then` out; False when it failed (or does not)."""
+        if not (self.working_out and self.stored()):
+            return False
+        self.working_out = False
+        return self._job.result() is not None
+
+    def stop(self) -> None:
+        if self._job is not None:
+            self._job.cancel()
+
+
 @contextlib.contextmanager
-def reading_ahead(paths, module: str | None = None):
+def reading_ahead(paths, module: str | None = None, then=None):
     """While the block runs (reading other inputs), a forked child reads the inputs `paths`
-    name into the cache; leaving it waits for the child. Loading those inputs then reads
-    their outlines from the cache instead of parsing them: the two texts are parsed at once,
-    each on its own CPU (a large text's parse in two halves gains little over that, at a
-    third more CPU).
+    name into the cache: loading those inputs then reads their outlines from the cache instead
+    of parsing them. The two texts are parsed at once, each on its own CPU (a large text's
+    parse in two halves gains little over that, at a third more CPU).
+
+    With `then`, when the inputs hold one module (of those `module` picks), the child goes
+    on with `then(that module)`: work that keeps its results in the cache (a diff's side of
+    B, worked out on the CPU that parsed it while this process works out A's). The block
+    gets a `ReadAhead` to wait for either; leaving the block waits for the outlines and stops
+    the child if it still works (its results were not asked for).
 
     Nothing is read ahead where the cache is off, no child can start, or the files are
     small; a child that fails (an input the resolution rejects, a text with an error) leaves
     nothing, and loading the inputs later meets what it met, in the command's own order."""
-    job = None
+    job, inputs, found = None, (), []
     if paths and cache.enabled():
         try:
-            found = [inp.path for inp in resolve_inputs(paths, module).inputs
+            inputs = resolve_inputs(paths, module).inputs
+            found = [inp for inp in inputs
                      if inp.path != STDIN and os.path.getsize(inp.path) >= READ_AHEAD_MIN_BYTES]
         except (HloscopeError, ValueError, OSError):
-            found = []  # reported when the inputs are loaded
+            inputs = ()  # reported when the inputs are loaded
+        # `then` only where the child reads every input: its one module is then the inputs' one.
+        if len(found) < len(inputs):
+            then = None
         if found:
-            job = runtime.FORKING.submit(_read_into_cache, found)
+            job = runtime.FORKING.stream(_read_ahead, found, then)
+    ahead = ReadAhead(job, then is not None)
     with runtime.taking_cpus(1 if job is not None else 0):
         try:
-            yield
-        except BaseException:
-            if job is not None:
-                job.cancel()
-            raise
-    if job is not None:
-        job.result()
+            yield ahead
+            ahead.stored()
+        finally:
+            ahead.stop()
 
 
-def _read_into_cache(paths: list[str]) -> bool:
+def _read_ahead(send, inputs: list[Input], then) -> None:
     with runtime.taking_cpus(1):  # the parent's, reading the other inputs: parse in one part
-        for path in paths:
-            load_all(path, lazy=True)
-    return True
+        modules = [m for inp in inputs for m in load_input(inp, lazy=True)]
+        send(True)
+        if then is not None and len(modules) == 1:
+            then(modules[0])
+            send(True)
 
 
 def xla_figures(inp: Input) -> BufferAssignmentFigures | None:

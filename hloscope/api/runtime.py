@@ -1,8 +1,9 @@
 """Work done by a forked child meanwhile (the speed machinery, in one place): the head of a
 large text's lazy parse, the check of a lazily loaded module's unread bodies, the facts of
 fused computations a memory analysis will ask for, the second of the heap's two packing
-orders, B's text parsed into the cache while A's is parsed (`loading.reading_ahead`), B's
-side of a diff, and writing a large text's outline into the cache.
+orders, B's text parsed into the cache while A's is parsed and then B's side of a diff
+worked out into it (`loading.reading_ahead`), B's side of a diff otherwise
+(`compare.sides`), and writing a large text's outline into the cache.
 `FORKING` is the executor (hloscope.executor) the api layer hands to the parser and the
 analyses; `trim()` hands freed memory back to the system.
 

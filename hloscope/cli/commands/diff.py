@@ -1,6 +1,7 @@
 import click
 
 from ...api.compare import diff as diff_modules
+from ...api.compare import work_out_side
 from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
@@ -44,13 +45,18 @@ def diff(a, b, module_regex, top, html_out, as_json):
     The causes add up to the gap. Collective counts and held gathers of both sides follow.
     Two dump directories (or multi-module files) are compared module by module, by name.
     """
-    with reading_ahead([b], module_regex):  # B's text parsed by a child while A's is here
+    # B's text is parsed by a child while A's is here; the child then works out B's side of
+    # the diff (into the cache) while this process works out A's.
+    with reading_ahead([b], module_regex, then=work_out_side) as ahead:
         first = load_inputs([a], module_regex)
-    sides = first, load_inputs([b], module_regex)
-    for side in sides:
-        require_scheduled(side, "the diff")
-    pairs = _pairs(*sides)
-    results = [diff_modules(x.module, y.module, labels=(x.file, y.file)) for x, y in pairs]
+        ahead.stored()
+        sides = first, load_inputs([b], module_regex)
+        for side in sides:
+            require_scheduled(side, "the diff")
+        pairs = _pairs(*sides)
+        b_worked_out = ahead.worked_out if ahead.working_out and len(sides[1]) == 1 else None
+        results = [diff_modules(x.module, y.module, labels=(x.file, y.file), b_worked_out=b_worked_out)
+                   for x, y in pairs]
     if html_out:
         x, y = pairs[0]
         write_html(html_out, diff_page(results[0], (x.file, y.file),
