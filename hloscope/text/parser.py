@@ -42,6 +42,7 @@ from ..ir.shape import (
     parse_shape,
     tuple_shape,
 )
+from . import lexer
 from .copies import Original, copies_of
 from .instruction_checks import RULES, at_attribute
 from .names import (
@@ -71,6 +72,7 @@ def _lark() -> lark.Lark:
         start=["start", "inline_body", "computations"],
         transformer=Builder(),
         maybe_placeholders=False,
+        _plugins=lexer.PLUGINS,
     )
 
 
