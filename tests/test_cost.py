@@ -107,6 +107,23 @@ def test_bodies_read_as_copies_are_priced_as_read():
     assert copies  # the fixtures' layers repeat their fusions
 
 
+def test_a_cost_listing_only_recomputing_instructions_is_the_whole_but_for_the_rest():
+    """`recomputing_only` (what a diff's brief of a side's cost needs) gives the whole cost's
+    totals and loops, and of its instructions those that recompute forward ops, in order."""
+    import dataclasses
+
+    from .conftest import fixture_dirs
+
+    listed = left_out = 0
+    for path in fixture_dirs():
+        module = hloscope.parse(_text(path), lazy=True)
+        whole, only = analyze_cost(module), analyze_cost(module, recomputing_only=True)
+        recomputing = tuple(i for i in whole.instructions if i.recompute_flops)
+        assert only == dataclasses.replace(whole, instructions=recomputing), path.name
+        listed, left_out = listed + len(recomputing), left_out + len(whole.instructions) - len(recomputing)
+    assert listed and left_out
+
+
 def test_known_copies_leave_every_analysis_as_it_was():
     """`read_all` leaves the bodies that repeat one read before unmade, and the analyses ask
     their originals instead (`Computation.copy_of`): memory, roles at the peak, collectives

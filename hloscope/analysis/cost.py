@@ -933,7 +933,8 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     constants have none. The text order of a computation puts operands first."""
     verdicts: dict[int, bool | None] = {}
     for inst in comp.instructions:
-        if inst.op_name or _XLA_REMAT_NAME.search(inst.name):
+        # Without `op_name=` in its text, no metadata to decode says it has one.
+        if (inst.attributes.mentions("op_name=") and inst.op_name) or _XLA_REMAT_NAME.search(inst.name):
             verdicts[id(inst)] = recomputes(inst)
             continue
         known = [v for v in (verdicts.get(id(o)) for o in inst.operands) if v is not None]
@@ -1081,10 +1082,13 @@ class _Runs:
         return total
 
 
-def analyze_cost(module: Module, collectives: CollectivesResult | None = None) -> CostResult:
+def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
+                 recomputing_only: bool = False) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
     (see this module's docstring for what is counted, and how). `collectives`: the module's
-    collectives, when already found."""
+    collectives, when already found. `recomputing_only`: list only the instructions that
+    recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
+    metadata is then read for hundreds of instructions, not tens of thousands."""
     module.read_all()  # every body is priced
     graph = CallGraph(module)
     runs = _Runs(module, graph)
@@ -1119,7 +1123,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None) -
             if replays.get(id(inst)) and not inst.op_name:
                 cost = cost.recomputed()
             total = total + cost.times(n).with_bytes(cost.bytes * n)
-            if cost == ZERO or cost == Counts(opaque=cost.opaque):
+            if cost == ZERO or cost == Counts(opaque=cost.opaque) or (recomputing_only and not cost.recompute_flops):
                 continue
             units.append(InstructionCost(
                 instruction=inst.name, computation=comp.name, opcode=inst.opcode, flops=cost.flops,

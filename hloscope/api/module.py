@@ -92,17 +92,17 @@ def _collectives(module) -> CollectivesResult:
         return analyze_collectives(module)
 
 
-def _cost(module) -> CostResult:
+def _cost(module, recomputing_only: bool = False) -> CostResult:
     with _analyzing(module):
         module.read_all()  # the cost reads every body: each once, before the collectives read some
-        return analyze_cost(module, _collectives(module))
+        return analyze_cost(module, _collectives(module), recomputing_only)
 
 
 def _cost_in_brief(module) -> CostResult:
     """`CostResult.in_brief`: from the cost kept in the cache if it is, else worked out
-    without keeping the whole (what a diff needs of a side's cost, a few KB against MB)."""
+    listing only what the brief keeps (what a diff needs of a side's cost, a few KB against MB)."""
     # `__wrapped__`: the analysis itself, under the memo that would keep the whole result.
-    return (_cost(module) if _cost.kept(module) else _cost.__wrapped__(module)).in_brief()
+    return (_cost(module) if _cost.kept(module) else _cost.__wrapped__(module, recomputing_only=True)).in_brief()
 
 
 RESULT_TYPES = {
