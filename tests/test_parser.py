@@ -542,3 +542,23 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
                     inst.is_root, inst.literal, inst.parameter_number), (comp.name, inst.name)
             assert [o.lstrip("%") for o in alone.operands] == [o.name for o in inst.operands]
     assert peeked > 1000 and cut > 3 * peeked and operations_cut > 0.8 * peeked
+
+
+def test_op_name_is_the_metadata_s_whether_or_not_the_text_is_searched_first():
+    """`Instruction.op_name` answers from the text when it holds no `op_name` at all, and
+    from the decoded metadata otherwise: the same answer as the metadata's, spacing aside."""
+    text = ("HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[2]) -> f32[2] {\n"
+            "  %p = f32[2]{0} parameter(0), metadata={op_name = \"spaced/neg\"}\n"
+            "  %q = f32[2]{0} negate(%p), metadata={op_type=\"neg\" source_line=3}\n"
+            "  ROOT %r = f32[2]{0} negate(%q), metadata={op_type=\"neg\" op_name=\"jit(f)/neg\"}\n}\n")
+    module = hloscope.parse(text, lazy=True)
+    assert [i.op_name for i in module.entry.instructions] == ["spaced/neg", None, "jit(f)/neg"]
+    from .conftest import fixture_texts
+
+    checked = 0
+    for fixture in fixture_texts():
+        for comp in hloscope.parse(fixture).computations:
+            for inst in comp.instructions:
+                assert inst.op_name == inst.metadata.get("op_name"), inst.name
+                checked += inst.op_name is not None
+    assert checked

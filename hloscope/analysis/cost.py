@@ -933,8 +933,7 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     constants have none. The text order of a computation puts operands first."""
     verdicts: dict[int, bool | None] = {}
     for inst in comp.instructions:
-        # Without `op_name=` in its text, no metadata to decode says it has one.
-        if (inst.attributes.mentions("op_name=") and inst.op_name) or _XLA_REMAT_NAME.search(inst.name):
+        if inst.op_name or _XLA_REMAT_NAME.search(inst.name):
             verdicts[id(inst)] = recomputes(inst)
             continue
         known = [v for v in (verdicts.get(id(o)) for o in inst.operands) if v is not None]

@@ -108,6 +108,8 @@ class Instruction:
 
     @property
     def op_name(self) -> str | None:
+        if not self.attributes.mentions("op_name"):
+            return None  # most ops without one are answered without decoding their metadata
         return self.metadata.get("op_name")
 
     @property
