@@ -33,15 +33,21 @@ _PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
 name, a name this cuts short would not be its instruction's (`_recipe`): the body is read."""
 
 
-def copies_of(copies: dict, text: str) -> tuple[Original | None, str | None]:
-    """(the original `text` repeats, None) when one was read in this pass (`copies`, a dict
-    kept for the pass); else (None, the key under which the caller keeps this body as an
-    original once read: `copies[key] = Original.of(...)`), or (None, None) when a body
-    written so was read already and cannot be copied."""
-    key = _PERCENT_NAME.sub("%", text)
+_CUT_AT_NAMES = re.compile(f"({_PERCENT_NAME.pattern})", re.ASCII)
+
+
+def copies_of(copies: dict, text: str) -> tuple[Original | None, str | None, list[str]]:
+    """(the original `text` repeats, None, its `%name`s) when one was read in this pass
+    (`copies`, a dict kept for the pass); else (None, the key under which the caller keeps
+    this body as an original once read: `copies[key] = Original.of(...)`, its `%name`s),
+    or (None, None, its `%name`s) when a body written so was read already and cannot be
+    copied."""
+    # One pass cuts the text at its names: the key is the rest, each name a `%`.
+    parts = _CUT_AT_NAMES.split(text)
+    key, names = "%".join(parts[0::2]), parts[1::2]
     if key in copies:
-        return copies[key], None
-    return None, key
+        return copies[key], None, names
+    return None, key, names
 
 
 class Original:
@@ -59,10 +65,9 @@ class Original:
 
     @classmethod
     def of(cls, computation: Computation, instructions: list[Instruction], text: str,
-           line: int) -> Original | None:
-        """The body read from `text` at `line` as an original, or None when its copies could
-        not be read so (see the module's docstring)."""
-        names = _PERCENT_NAME.findall(text)
+           line: int, names: list[str]) -> Original | None:
+        """The body read from `text` at `line` (its `%name`s: `names`) as an original, or None
+        when its copies could not be read so (see the module's docstring)."""
         if text.count("%") != len(names) or len(names) != len(instructions) + sum(
                 len(inst.operands) for inst in instructions):
             return None
@@ -76,11 +81,10 @@ class Original:
         """The original's root, whose shape a copy's root has."""
         return next(inst for inst in reversed(self.instructions) if inst.is_root)
 
-    def repeated_by(self, text: str) -> list[str] | None:
-        """The `%name`s of the body `text`, which repeats this one up to them, when they
-        stand one for one for the original's (it then reads as a copy, without an error but
-        for its header's result); else None."""
-        names = _PERCENT_NAME.findall(text)
+    def repeated_by(self, names: list[str]) -> list[str] | None:
+        """`names`, the `%name`s of a body that repeats this one up to them, when they stand
+        one for one for the original's (it then reads as a copy, without an error but for
+        its header's result); else None."""
         if len(names) != len(self.names) or len(set(zip(self.names, names))) != self.distinct \
                 or len(set(names)) != self.distinct:
             return None
@@ -91,7 +95,7 @@ class Original:
     def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
         """(instructions, root) of the body `text` at `line`, which repeats this one up to
         `%name`s; None when its names do not stand one for one for the original's."""
-        names = self.repeated_by(text)
+        names = self.repeated_by(_PERCENT_NAME.findall(text))
         if names is None:
             return None
         out: list[Instruction] = []

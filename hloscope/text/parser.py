@@ -872,13 +872,13 @@ class LazyBody:
         if copies is None:
             return (*self._read(computation, users=True), None)
         text = self.text
-        original, key = copies_of(copies, text)
-        if _reads_as_copy(original, computation, text):
+        original, key, names = copies_of(copies, text)
+        if _reads_as_copy(original, computation, names):
             self.copy = original
             return None, None, original.computation
         instructions, root = self._read(computation, users=True)  # raises what a read finds
         if key is not None:
-            copies[key] = Original.of(computation, instructions, text, self.line)
+            copies[key] = Original.of(computation, instructions, text, self.line, names)
         return instructions, root, None
 
     def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
@@ -1114,12 +1114,13 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
     return root
 
 
-def _reads_as_copy(original: Original | None, computation, text: str) -> bool:
-    """Whether the body `text` of `computation` reads as a copy of `original` (a body read
-    before, without an error): it repeats it name for name (hloscope.text.copies), declares
-    the same result, and is not the entry (whose read also checks the module's aliases)."""
+def _reads_as_copy(original: Original | None, computation, names: list[str]) -> bool:
+    """Whether the body of `computation` (its `%name`s: `names`) reads as a copy of
+    `original` (a body read before, without an error): it repeats it name for name
+    (hloscope.text.copies), declares the same result, and is not the entry (whose read also
+    checks the module's aliases)."""
     return (original is not None and computation is not computation.module.entry
-            and original.repeated_by(text) is not None and _result_fits(computation, original.root))
+            and original.repeated_by(names) is not None and _result_fits(computation, original.root))
 
 
 def _result_fits(computation, root: Instruction) -> bool:
@@ -1311,8 +1312,8 @@ class _Verdict:
             if comp.is_read or comp.copy_of is not None or body.__class__ is not LazyBody:
                 continue  # checked by its read, or known to repeat a body that read so
             text = body.text
-            original, key = copies_of(copies, text)
-            if _reads_as_copy(original, comp, text):
+            original, key, names = copies_of(copies, text)
+            if _reads_as_copy(original, comp, names):
                 continue  # it reads as a copy of a body that read without an error
             try:
                 instructions, root = body.check(comp)
@@ -1321,7 +1322,7 @@ class _Verdict:
             except HloSyntaxError as e:
                 return e
             if key is not None:
-                copies[key] = Original.of(comp, instructions, text, body.line)
+                copies[key] = Original.of(comp, instructions, text, body.line, names)
         return None
 
 
