@@ -341,6 +341,10 @@ OPS = {
   b = f32[128]{0} parameter(1)
   i = s32[] parameter(2)
   ROOT f = (f32[64,128]{1,0}, f32[64,128]{1,0}) fusion(a, b, i), kind=kLoop, calls=fused""",
+    "custom_fusion_gather": """
+  a = f32[64,128]{1,0} parameter(0)
+  i = s32[8,1]{1,0} parameter(1)
+  ROOT f = f32[8,128]{1,0} fusion(a, i), kind=kCustom, calls=gathering""",
     "all_reduce_tuple": """
   a = f32[1024]{0} parameter(0)
   b = f32[256,4]{1,0} parameter(1)
@@ -374,6 +378,13 @@ fused {
   w = f32[16,128]{1,0} dynamic-update-slice(s, k, p2, z)
   u = f32[64,128]{1,0} dynamic-update-slice(p0, w, p2, z)
   ROOT t = (f32[64,128]{1,0}, f32[64,128]{1,0}) tuple(m, u)
+}
+
+gathering {
+  p0 = f32[64,128]{1,0} parameter(0)
+  p1 = s32[8,1]{1,0} parameter(1)
+  e = f32[64,128]{1,0} exponential(p0)
+  ROOT g = f32[8,128]{1,0} gather(e, p1), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}
 }
 
 cheap {

@@ -680,7 +680,7 @@ def _fusion(inst: Instruction, c: _Coster) -> Counts:
     comp = _callee(inst)
     if comp is None:
         return Counts(bytes=_default_bytes(inst))
-    if (inst.attributes.get("kind") or "").strip() == "kCustom":
+    if inst.attributes.mentions("kCustom") and (inst.attributes.get("kind") or "").strip() == "kCustom":
         # HloCostAnalysis::HandleFusion prices a custom fusion holding a gather or scatter as that op.
         for fused in comp.instructions if comp.may_contain(("gather", "scatter")) else ():
             if fused.opcode == "gather":
