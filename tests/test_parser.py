@@ -331,6 +331,12 @@ _PRINTED_EDGES = {
                                       ("ROOT %o = f32[4]{0} add(f32[4]{0} %d, f32[4]{0} %d)\n}\n\n"
                                        "%late (q: f32[]) -> f32[] {\n  ROOT %q = f32[] parameter(0)\n}\n")),
     "an error in a later header": ("%f.5 (p: f32[4]) -> f32[]", "%f.5 (p: f32[4]) -> f32[] junk"),
+    # Bodies that repeat one the terminal matched, up to names, are taken without matching.
+    "a copy under longer names": ("%p.2", "%a_much_longer_name-2.x"),
+    "a copy whose name is no name": ("%n.2 = f32[4]{0} negate", "%2n = f32[4]{0} negate"),
+    "a copy with a % that starts no name": ("negate(f32[4]{0} %p.2)", "negate(f32[4]{0} %)"),
+    "a group closing on a line of its own": ('metadata={op_name="neg"}', 'metadata={op_name="neg"\n}'),
+    "a copy with a header of its own": ("%f.2 (p: f32[4]) -> f32[4] {", "%f.2 (p: f32[4], q: s32[]) -> (f32[4]) {"),
 }
 
 

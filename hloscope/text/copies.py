@@ -33,6 +33,14 @@ _PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
 name, a name this cuts short would not be its instruction's (`_recipe`): the body is read."""
 
 
+def up_to_names(text: str) -> str | None:
+    """`text` with each `%name` written `%`: what bodies alike up to names have in common;
+    None when a `%` in it starts no name (two texts would then share it that differ in more
+    than names: `f(%a)` and `f(%)`)."""
+    key, names = _PERCENT_NAME.subn("%", text)
+    return key if text.count("%") == names else None
+
+
 _CUT_AT_NAMES = re.compile(f"({_PERCENT_NAME.pattern})", re.ASCII)
 
 
@@ -42,7 +50,7 @@ def copies_of(copies: dict, text: str) -> tuple[Original | None, str | None, lis
     this body as an original once read: `copies[key] = Original.of(...)`, its `%name`s),
     or (None, None, its `%name`s) when a body written so was read already and cannot be
     copied."""
-    # One pass cuts the text at its names: the key is the rest, each name a `%`.
+    # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
     key, names = "%".join(parts[0::2]), parts[1::2]
     if key in copies:

@@ -43,7 +43,7 @@ from ..ir.shape import (
     tuple_shape,
 )
 from . import lexer
-from .copies import Original, copies_of
+from .copies import Original, copies_of, up_to_names
 from .instruction_checks import RULES, at_attribute
 from .names import (
     NameFacts,
@@ -1586,26 +1586,70 @@ def _parse_printed(parser: lark.Lark, text: str, start: str, unfinished: bool):
     return [whole] if unfinished else [finish_module(whole, [])]
 
 
+# Most computations of a large module repeat an earlier one up to `%name`s (a model's layers,
+# fused alike). A body whose text is one the pattern matched before, up to its `%name`s (and
+# in which, as in that one, every `%` starts a name), is taken without matching it again:
+# the pattern matches it too, ending at the same place. A name stands where the pattern
+# takes a whole name (an instruction's, an operand's) or inside an attribute value or a
+# string, where any name is as good as another; and the body ends at its first line that is
+# `}` (no instruction line starts so), as a body it repeats does when that one ends on a `}`
+# line of its own. Its header is matched as the pattern's head, which a body must follow.
+_BODY_CLOSE = re.compile(r"\n[ \t]*\}")
+
+
+@functools.lru_cache(maxsize=1)
+def _printed_head_pattern() -> re.Pattern[str]:
+    """`_printed_computation_pattern` up to its body: `[ENTRY] NAME SIGNATURE`, then a body's
+    opening brace (COMPUTATION is `NAME [ \t]+ SIGNATURE [ \t]* BODY`)."""
+    name, signature = (_lark().get_terminal(t).pattern.to_regexp() for t in ("NAME", "SIGNATURE"))
+    return re.compile(r"(ENTRY\s+)?(" + name + r"[ \t]+" + signature + r"[ \t]*)(?=\{[ \t]*\r?\n)")
+
+
 def _printed_computations(text: str, pos: int, line: int, progress) -> list[Computation] | None:
     """The computations printed in `text[pos:]` (`line`: the line at `pos`), each found by
-    one match of `_printed_computation_pattern`; None unless they tile it to its end."""
+    one match of `_printed_computation_pattern`, or as a body it matched before up to names
+    (above); None unless they tile it to its end."""
     match = _printed_computation_pattern().match
     count, rfind = text.count, text.rfind
+    matched: set[str] = set()  # the bodies the pattern matched, each up to its names
     comps = []
     while pos < len(text):
-        m = match(text, pos)
-        if m is None:
-            return None
-        begin, end = m.span(2)
+        found = _matched_before(text, pos, matched) if matched else None
+        by_pattern = found is None
+        if by_pattern:
+            m = match(text, pos)
+            if m is None:
+                return None
+            found = (m.start(2), m.end(2), m.end(), m.start(1) >= 0)
+        begin, end, after, entry = found
         line += count("\n", pos, begin)
         name, signature, body = printed_parts(text, begin, end, line, begin - rfind("\n", 0, begin))
-        comps.append(Computation(name.lstrip("%"), None, m.start(1) >= 0, None, Attributes([]), line, signature,
-                                 body=body))
+        key = up_to_names(text[body.start:end]) if by_pattern else None
+        if key is not None:
+            matched.add(key)
+        comps.append(Computation(name.lstrip("%"), None, entry, None, Attributes([]), line, signature, body=body))
         if progress is not None:
             progress(end)
-        line += count("\n", begin, m.end())
-        pos = m.end()
+        line += count("\n", begin, after)
+        pos = after
     return comps
+
+
+def _matched_before(text: str, pos: int, matched: set[str]) -> tuple[int, int, int, bool] | None:
+    """(where the computation at `pos` begins and ends, where the whitespace after it ends,
+    whether it is the entry) when the pattern's head matches there and its body is one of
+    `matched` up to names (see above); else None."""
+    h = _printed_head_pattern().match(text, pos)
+    if h is None:
+        return None
+    brace = h.end()
+    if _BODY_OPEN.search(text, _WHITESPACE.search(text, h.start(2)).start()).start() != brace:
+        return None  # where `printed_parts` would not find the body: the pattern decides
+    close = _BODY_CLOSE.search(text, brace)
+    key = up_to_names(text[brace:close.end()]) if close is not None else None
+    if key is None or key not in matched:
+        return None
+    return h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0
 
 
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
