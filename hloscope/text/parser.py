@@ -1590,17 +1590,18 @@ def _parse_printed(parser: lark.Lark, text: str, start: str, unfinished: bool):
 # fused alike). A body whose text is one the pattern matched before, up to its `%name`s (and
 # in which, as in that one, every `%` starts a name), is taken without matching it again:
 # the pattern matches it too, ending at the same place. A name stands where the pattern
-# takes a whole name (an instruction's, an operand's) or inside an attribute value or a
-# string, where any name is as good as another; and the body ends at its first line that is
-# `}` (no instruction line starts so), as a body it repeats does when that one ends on a `}`
-# line of its own. Its header is matched as the pattern's head, which a body must follow.
+# takes a whole name (an instruction's, an operand's) or inside a run it takes whatever its
+# characters (an attribute value, a string, a literal), where any name is as good as
+# another; and the body ends at its first line that is `}` (no instruction line starts so),
+# as the body it repeats does, which could not otherwise repeat it. Its header is matched as
+# the pattern's head, which a body must follow (tests/test_parser.py's edges, test_fuzz.py).
 _BODY_CLOSE = re.compile(r"\n[ \t]*\}")
 
 
 @functools.lru_cache(maxsize=1)
 def _printed_head_pattern() -> re.Pattern[str]:
     """`_printed_computation_pattern` up to its body: `[ENTRY] NAME SIGNATURE`, then a body's
-    opening brace (COMPUTATION is `NAME [ \t]+ SIGNATURE [ \t]* BODY`)."""
+    opening brace (COMPUTATION is `NAME [ \\t]+ SIGNATURE [ \\t]* BODY`)."""
     name, signature = (_lark().get_terminal(t).pattern.to_regexp() for t in ("NAME", "SIGNATURE"))
     return re.compile(r"(ENTRY\s+)?(" + name + r"[ \t]+" + signature + r"[ \t]*)(?=\{[ \t]*\r?\n)")
 
