@@ -16,20 +16,12 @@ from .conftest import corpus_texts_or_none, fixture_texts
 _STARTS = ["start", "inline_body", "computations"]
 
 
-def _parsers() -> tuple[lark.Lark, lark.Lark]:
+@functools.lru_cache(maxsize=1)
+def _larks() -> tuple[lark.Lark, lark.Lark]:
     """Lark's contextual lexer and ours, on the fast grammar, without a transformer."""
     common = {"parser": "lalr", "lexer": "contextual", "start": _STARTS, "maybe_placeholders": False}
     return (lark.Lark(grammar.fast_text(), **common),
             lark.Lark(grammar.fast_text(), **common, _plugins=lexer.PLUGINS))
-
-
-_LARKS = []
-
-
-def _larks():
-    if not _LARKS:
-        _LARKS.extend(_parsers())
-    return _LARKS
 
 
 def _outcome(parser: lark.Lark, text: str):

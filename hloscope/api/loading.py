@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import HloscopeError, HloSyntaxError
@@ -352,7 +353,7 @@ class ReadAhead:
 
 
 @contextlib.contextmanager
-def reading_ahead(paths, module: str | None = None, then=None):
+def reading_ahead(paths, module: str | None = None, then: Callable[[Module], object] | None = None):
     """While the block runs (reading other inputs), a forked child reads the inputs `paths`
     name into the cache: loading those inputs then reads their outlines from the cache instead
     of parsing them. The two texts are parsed at once, each on its own CPU (a large text's
@@ -389,7 +390,7 @@ def reading_ahead(paths, module: str | None = None, then=None):
             ahead.stop()
 
 
-def _read_ahead(send, inputs: list[Input], then) -> None:
+def _read_ahead(send, inputs: list[Input], then: Callable[[Module], object] | None) -> None:
     with runtime.taking_cpus(1):  # the parent's, reading the other inputs: parse in one part
         modules = [m for inp in inputs for m in load_input(inp, lazy=True)]
         send(True)

@@ -665,13 +665,18 @@ def _span_of(token, source: str | None) -> tuple[str, int, int]:
 def printed_parts(source: str, start: int, end: int, line: int, column: int):
     """(name, signature, body) of the computation as printed (the grammar's COMPUTATION
     terminal) that `source[start:end]` is, starting at `line`:`column`."""
-    name_end = _WHITESPACE.search(source, start).start()
-    brace = _BODY_OPEN.search(source, name_end).start()
+    name_end, brace = _name_end_and_brace(source, start)
     signature = source[name_end:brace].strip()
     newlines = source.count("\n", start, brace)
     # Columns are 1-based: the brace's distance from the newline before it.
     body_column = brace - source.rfind("\n", start, brace) if newlines else column + brace - start
     return source[start:name_end], signature, LazyBody(source, brace, end, line + newlines, body_column)
+
+
+def _name_end_and_brace(source: str, start: int) -> tuple[int, int]:
+    """Where the name of the computation printed at `start` ends, and its body's brace."""
+    name_end = _WHITESPACE.search(source, start).start()
+    return name_end, _BODY_OPEN.search(source, name_end).start()
 
 
 def _operand_names(inner: str) -> list[str]:
@@ -1644,7 +1649,7 @@ def _matched_before(text: str, pos: int, matched: set[str]) -> tuple[int, int, i
     if h is None:
         return None
     brace = h.end()
-    if _BODY_OPEN.search(text, _WHITESPACE.search(text, h.start(2)).start()).start() != brace:
+    if _name_end_and_brace(text, h.start(2))[1] != brace:
         return None  # where `printed_parts` would not find the body: the pattern decides
     close = _BODY_CLOSE.search(text, brace)
     key = up_to_names(text[brace:close.end()]) if close is not None else None
