@@ -932,7 +932,13 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     when every operand that has a verdict replays it, and at least one has; parameters and
     constants have none. The text order of a computation puts operands first."""
     verdicts: dict[int, bool | None] = {}
-    for inst in comp.instructions:
+    instructions = comp.instructions
+    if not any(_XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(_REMAT_SEGMENT)
+               for inst in instructions):
+        # Nothing here can recompute (`recomputes` is False for all), so no verdict is true:
+        # known without decoding the metadata of every op, what the loop below would do.
+        return verdicts
+    for inst in instructions:
         if inst.op_name or _XLA_REMAT_NAME.search(inst.name):
             verdicts[id(inst)] = recomputes(inst)
             continue
