@@ -405,6 +405,26 @@ def test_lazy_body_errors_surface_on_use():
     assert "instruction 'nope' is not defined" in info.value.message
 
 
+def test_every_analysis_of_a_lazily_loaded_module_reports_an_unread_error(monkeypatch):
+    """An error in a body no analysis reads is the full parse's verdict: each analysis
+    reports it, the second as the first (`Module.settle`), after the first read some bodies."""
+    from .conftest import FIXTURES
+
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    text = (FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt").read_text()
+    # A fused computation's body, late in the text: the analyses price or model it only
+    # through its original, and the first unread body the check meets comes before it.
+    at = text.rindex("ROOT", 0, text.index("\nENTRY"))
+    broken = text[:at] + "ROOT %bad = f32[] add(f32[] %nope, f32[] %nope)" + text[text.index("\n", at):]
+    with pytest.raises(hloscope.HloSyntaxError) as full:
+        hloscope.parse_all(broken)
+    (module,) = hloscope.parse_all(broken, lazy=True)
+    for analysis in (module.collectives, module.collectives, module.memory):
+        with pytest.raises(hloscope.HloSyntaxError) as lazily:
+            analysis()
+        assert (lazily.value.line, lazily.value.message) == (full.value.line, full.value.message)
+
+
 def test_progress_is_reported_up_to_the_end():
     from .conftest import FIXTURES
 

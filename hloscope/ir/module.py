@@ -333,7 +333,7 @@ class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
     __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name", "_frame_sources",
-                 "source_path", "cache_key", "_checking")
+                 "source_path", "cache_key", "_checking", "_checked_up_to")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
                  tables: dict[str, dict[int, str]]):
@@ -348,6 +348,8 @@ class Module:
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
         self._checking: BodySource | None = None
+        self._checked_up_to = 0
+        """How many computations, in order, are known to need no check (`_unread_body`)."""
         self._frame_sources: dict[int, str | None] = {}
         for c in computations:
             c.module = self
@@ -382,9 +384,15 @@ class Module:
 
     def _unread_body(self) -> BodySource | None:
         """An unread body that needs the check (a known copy reads as its original did)."""
-        for comp in self.computations:
+        # Asked before and after every analysis: a computation read, or known as a copy, stays
+        # so, and the search goes on from the first one that was not.
+        computations = self.computations
+        for i in range(self._checked_up_to, len(computations)):
+            comp = computations[i]
             if not comp.is_read and comp.body_source is not None and comp.copy_of is None:
+                self._checked_up_to = i
                 return comp.body_source
+        self._checked_up_to = len(computations)
         return None
 
     def read_all(self) -> None:
