@@ -63,6 +63,25 @@ def test_two_processes_read_the_same_module(name, in_two, monkeypatch):
     assert _instructions(two) == _instructions(one) == _instructions(hloscope.parse(text))
 
 
+def _copies(module):
+    module.read_all()
+    return [(c.name, c.copy_of.name if c.copy_of is not None else None) for c in module.computations]
+
+
+@pytest.mark.parametrize("name", ["cpu_hsdp_accum2", "cpu_remat_full"])
+def test_two_processes_read_the_same_copies(name, in_two, monkeypatch):
+    """The tail's bodies, found alike by its lazy parse (`LazyBody.alike`), are copies of
+    the head's as a sequential read finds them: the two meet under the text up to names."""
+    text = (FIXTURES / name / "module.hlo.txt").read_text()
+    (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
+    assert in_two == [two]
+    head = {c.name for c in two.computations if c.body_source is not None and c.body_source.alike is None}
+    (one,) = _sequential(text, monkeypatch)
+    copies = _copies(one)
+    assert _copies(two) == copies
+    assert any(original in head and name not in head for name, original in copies)  # across the parts
+
+
 def _halves(text):
     at = split._split_point(text)
     assert at is not None

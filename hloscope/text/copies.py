@@ -44,18 +44,27 @@ def up_to_names(text: str) -> str | None:
 _CUT_AT_NAMES = re.compile(f"({_PERCENT_NAME.pattern})", re.ASCII)
 
 
-def copies_of(copies: dict, text: str) -> tuple[Original | None, str | None, list[str]]:
-    """(the original `text` repeats, None, its `%name`s) when one was read in this pass
-    (`copies`, a dict kept for the pass); else (None, the key under which the caller keeps
-    this body as an original once read: `copies[key] = Original.of(...)`, its `%name`s),
-    or (None, None, its `%name`s) when a body written so was read already and cannot be
-    copied."""
+def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Original | None, tuple, list[str]]:
+    """(the original `text` repeats, (), its `%name`s) when one was read in this pass
+    (`copies`, a dict kept for the pass); else (None, the keys under which the caller keeps
+    this body as an original once read: `copies[key] = Original.of(...)` for each, its
+    `%name`s), or (None, (), its `%name`s) when a body written so was read already and
+    cannot be copied.
+
+    A body's key is its text up to names (`up_to_names`); `alike`, when the lazy parse
+    found that text, is a token that stands for it (`LazyBody.alike`): the names are then
+    all there is to find. Bodies of a text parsed in two parts meet under the text."""
+    if alike is not None and alike in copies:
+        return copies[alike], (), _PERCENT_NAME.findall(text)
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
     key, names = "%".join(parts[0::2]), parts[1::2]
     if key in copies:
-        return copies[key], None, names
-    return None, key, names
+        original = copies[key]
+        if alike is not None:
+            copies[alike] = original
+        return original, (), names
+    return None, (key,) if alike is None else (key, alike), names
 
 
 class Original:

@@ -687,7 +687,7 @@ class LazyBody:
     """A computation's body as one BODY token, cut into instructions on demand. It is held
     as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
 
-    __slots__ = ("column", "copy", "end", "line", "source", "start", "verdict")
+    __slots__ = ("alike", "column", "copy", "end", "line", "source", "start", "verdict")
 
     def __init__(self, source: str, start: int, end: int, line: int, column: int):
         self.source = source
@@ -702,6 +702,10 @@ class LazyBody:
         self.verdict: _Verdict | None = None
         """What a full parse says of the module's unread bodies, shared by them (`_Verdict`);
         None until the module is known."""
+        self.alike: object | None = None
+        """Where the lazy parse found the body's text up to names (`copies.up_to_names`): a
+        token only the bodies alike so share (one object per text, so tokens of two parses
+        never meet); None where it did not (`copies_of` then finds the text)."""
 
     @classmethod
     def of_token(cls, token, source: str | None) -> "LazyBody":
@@ -877,13 +881,13 @@ class LazyBody:
         if copies is None:
             return (*self._read(computation, users=True), None)
         text = self.text
-        original, key, names = copies_of(copies, text)
+        original, keys, names = copies_of(copies, text, self.alike)
         if _reads_as_copy(original, computation, names):
             self.copy = original
             return None, None, original.computation
         instructions, root = self._read(computation, users=True)  # raises what a read finds
-        if key is not None:
-            copies[key] = Original.of(computation, instructions, text, self.line, names)
+        if keys:
+            copies.update(dict.fromkeys(keys, Original.of(computation, instructions, text, self.line, names)))
         return instructions, root, None
 
     def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
@@ -1317,7 +1321,7 @@ class _Verdict:
             if comp.is_read or comp.copy_of is not None or body.__class__ is not LazyBody:
                 continue  # checked by its read, or known to repeat a body that read so
             text = body.text
-            original, key, names = copies_of(copies, text)
+            original, keys, names = copies_of(copies, text, body.alike)
             if _reads_as_copy(original, comp, names):
                 continue  # it reads as a copy of a body that read without an error
             try:
@@ -1326,8 +1330,8 @@ class _Verdict:
                     _check_aliases(module, instructions, root)
             except HloSyntaxError as e:
                 return e
-            if key is not None:
-                copies[key] = Original.of(comp, instructions, text, body.line, names)
+            if keys:
+                copies.update(dict.fromkeys(keys, Original.of(comp, instructions, text, body.line, names)))
         return None
 
 
@@ -1617,7 +1621,7 @@ def _printed_computations(text: str, pos: int, line: int, progress) -> list[Comp
     (above); None unless they tile it to its end."""
     match = _printed_computation_pattern().match
     count, rfind = text.count, text.rfind
-    matched: set[str] = set()  # the bodies the pattern matched, each up to its names
+    matched: dict[str, object] = {}  # the bodies the pattern matched, each up to its names: a token
     comps = []
     while pos < len(text):
         found = _matched_before(text, pos, matched) if matched else None
@@ -1626,13 +1630,15 @@ def _printed_computations(text: str, pos: int, line: int, progress) -> list[Comp
             m = match(text, pos)
             if m is None:
                 return None
-            found = (m.start(2), m.end(2), m.end(), m.start(1) >= 0)
-        begin, end, after, entry = found
+            found = (m.start(2), m.end(2), m.end(), m.start(1) >= 0, None)
+        begin, end, after, entry, alike = found
         line += count("\n", pos, begin)
         name, signature, body = printed_parts(text, begin, end, line, begin - rfind("\n", 0, begin))
-        key = up_to_names(text[body.start:end]) if by_pattern else None
-        if key is not None:
-            matched.add(key)
+        if by_pattern:
+            key = up_to_names(text[body.start:end])
+            if key is not None:
+                alike = matched.setdefault(key, object())
+        body.alike = alike
         comps.append(Computation(name.lstrip("%"), None, entry, None, Attributes([]), line, signature, body=body))
         if progress is not None:
             progress(end)
@@ -1641,10 +1647,10 @@ def _printed_computations(text: str, pos: int, line: int, progress) -> list[Comp
     return comps
 
 
-def _matched_before(text: str, pos: int, matched: set[str]) -> tuple[int, int, int, bool] | None:
+def _matched_before(text: str, pos: int, matched: dict[str, object]) -> tuple[int, int, int, bool, object] | None:
     """(where the computation at `pos` begins and ends, where the whitespace after it ends,
-    whether it is the entry) when the pattern's head matches there and its body is one of
-    `matched` up to names (see above); else None."""
+    whether it is the entry, the token of the body it repeats) when the pattern's head
+    matches there and its body is one of `matched` up to names (see above); else None."""
     h = _printed_head_pattern().match(text, pos)
     if h is None:
         return None
@@ -1653,9 +1659,10 @@ def _matched_before(text: str, pos: int, matched: set[str]) -> tuple[int, int, i
         return None  # where `printed_parts` would not find the body: the pattern decides
     close = _BODY_CLOSE.search(text, brace)
     key = up_to_names(text[brace:close.end()]) if close is not None else None
-    if key is None or key not in matched:
+    alike = matched.get(key) if key is not None else None
+    if alike is None:
         return None
-    return h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0
+    return h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0, alike
 
 
 def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
