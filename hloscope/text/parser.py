@@ -886,8 +886,9 @@ class LazyBody:
             self.copy = original
             return None, None, original.computation
         instructions, root = self._read(computation, users=True)  # raises what a read finds
-        if keys:
-            copies.update(dict.fromkeys(keys, Original.of(computation, instructions, text, self.line, names)))
+        original = Original.of(computation, instructions, text, self.line, names) if keys else None
+        for key in keys:
+            copies[key] = original
         return instructions, root, None
 
     def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
@@ -1330,8 +1331,9 @@ class _Verdict:
                     _check_aliases(module, instructions, root)
             except HloSyntaxError as e:
                 return e
-            if keys:
-                copies.update(dict.fromkeys(keys, Original.of(comp, instructions, text, body.line, names)))
+            original = Original.of(comp, instructions, text, body.line, names) if keys else None
+            for key in keys:
+                copies[key] = original
         return None
 
 
