@@ -425,6 +425,28 @@ def test_every_analysis_of_a_lazily_loaded_module_reports_an_unread_error(monkey
         assert (lazily.value.line, lazily.value.message) == (full.value.line, full.value.message)
 
 
+def test_the_unread_body_to_check_is_the_first_in_text_order():
+    """`Module._unread_body` goes on from where it last stopped (`_checked_up_to`): whatever
+    is read meanwhile, in whatever order, it answers what a scan of every computation does."""
+    from .conftest import FIXTURES
+
+    def scanned(module):
+        return next((c.body_source for c in module.computations
+                     if not c.is_read and c.body_source is not None and c.copy_of is None), None)
+
+    (module,) = hloscope.parse_all((FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt").read_text(), lazy=True)
+    comps = module.computations
+    assert module._unread_body() is scanned(module) is not None
+    # In text order, each read followed by one further on (the first unread moves on, and
+    # bodies past it are read while it is not).
+    for i in range(len(comps) // 2):
+        for comp in (comps[i], comps[(7 * i + 5) % len(comps)]):
+            comp.instructions
+            assert module._unread_body() is scanned(module)
+    module.read_all()
+    assert module._unread_body() is scanned(module) is None
+
+
 def test_progress_is_reported_up_to_the_end():
     from .conftest import FIXTURES
 
