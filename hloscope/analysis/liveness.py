@@ -697,10 +697,15 @@ def _best_fit(groups: list[_Group], alignment: int,
             best_gap = S[0]
             if best_gap >= size:
                 best_off = 0
-            for i in compress(range(len(E)), map(lt, E, islice(S, 1, None))):
-                gap = S[i + 1] - E[i]
-                if gap >= size and (best_off is None or gap < best_gap):
-                    best_off, best_gap = E[i], gap
+            # Holes come in offset order: the first that fits exactly is the answer (none is
+            # smaller, none lower), and a third of the groups of a model's step find one.
+            if best_gap != size:
+                for i in compress(range(len(E)), map(lt, E, islice(S, 1, None))):
+                    gap = S[i + 1] - E[i]
+                    if gap >= size and (best_off is None or gap < best_gap):
+                        best_off, best_gap = E[i], gap
+                        if gap == size:
+                            break
             if best_off is None:
                 best_off = E[-1]
         offsets[id(g)] = best_off * alignment
