@@ -46,6 +46,79 @@ def test_alike_computations_print_alike_in_xla(path):
         assert alike, "XLA prints some computations alike; hloscope finds none alike"
 
 
+@pytest.mark.parametrize("path", fixture_dirs(), ids=fixture_ids())
+def test_alike_up_to_their_callees_print_alike_in_xla(path):
+    """With callees compared by their own structure (`structure(comp, callee_key)`, as the
+    cost prices them), computations alike still print alike in XLA's canonical print, which
+    prints each callee's body in place of its name."""
+    text = (path / "module.hlo.txt").read_text()
+    module = hloscope.parse(text)
+    keys: dict[int, object] = {}
+
+    def key(comp):
+        if id(comp) not in keys:
+            keys[id(comp)] = structure(comp, key)
+        return keys[id(comp)]
+
+    groups, plain = defaultdict(list), defaultdict(list)
+    for comp in module.computations:
+        groups[key(comp)].append(comp.name)
+        plain[structure(comp)].append(comp.name)
+    canonical = _canonical_bodies(text)
+    for names in groups.values():
+        if len(names) > 1:
+            assert len({canonical[n] for n in names}) == 1, names
+    assert len(groups) <= len(plain)
+
+
+def test_callees_alike_make_their_callers_alike():
+    """Two reductions, each with an adder of its own, are alike with callees compared by
+    structure, and not when one adds and the other takes the maximum."""
+    def module(second_op):
+        return f"""HloModule m
+
+add.1 {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(f32[] a, f32[] b)
+}}
+
+add.2 {{
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] {second_op}(f32[] x, f32[] y)
+}}
+
+r.1 {{
+  p = f32[4] parameter(0)
+  zero = f32[] constant(0)
+  ROOT r = f32[] reduce(f32[4] p, f32[] zero), dimensions={{0}}, to_apply=%add.1
+}}
+
+r.2 {{
+  q = f32[4] parameter(0)
+  nil = f32[] constant(0)
+  ROOT s = f32[] reduce(f32[4] q, f32[] nil), dimensions={{0}}, to_apply=%add.2
+}}
+
+ENTRY e {{
+  t = f32[4] parameter(0)
+  u = f32[] fusion(f32[4] t), kind=kInput, calls=%r.1
+  v = f32[] fusion(f32[4] t), kind=kInput, calls=%r.2
+  ROOT w = (f32[], f32[]) tuple(u, v)
+}}
+"""
+
+    def by_callees(comp):
+        return structure(comp, by_callees)
+
+    for op, alike in (("add", True), ("maximum", False)):
+        m = hloscope.parse(module(op))
+        r1, r2 = m.computation("r.1"), m.computation("r.2")
+        assert structure(r1) != structure(r2)  # the callees' names differ
+        assert (by_callees(r1) == by_callees(r2)) is alike, op
+
+
 def _module(second_name: str = "b", second_shape: str = "f32[4]", second_op: str = "add",
             second_meta: str = "", swap: bool = False) -> str:
     operands = "f32[4] q.1, f32[4] p.1" if swap else "f32[4] p.1, f32[4] q.1"

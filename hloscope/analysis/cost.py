@@ -1013,7 +1013,8 @@ class _Coster:
         original = comp.copy_of or comp  # a copy holds what its original does (Computation.copy_of)
         found = self._structures.get(id(original))
         if found is None:
-            found = self._structures[id(original)] = structure(original)
+            # Callees by what decides their price in turn: alike ones priced alike.
+            found = self._structures[id(original)] = structure(original, self._what_is_priced)
         return found
 
     def instruction(self, inst: Instruction) -> Counts:

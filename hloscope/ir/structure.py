@@ -9,16 +9,25 @@ structure.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import re
+from collections.abc import Callable, Hashable
 
-from .module import Computation
+from .module import Computation, Instruction
+
+_PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
+"""A name written with its `%` (the grammar's NAME)."""
 
 
-def structure(comp: Computation) -> Hashable:
+def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] | None = None) -> Hashable:
     """Equal for two computations only when they hold the same instructions in the same order
     (opcode, shape, operands by position, attributes and literal as written, parameter number,
     root), whatever the instructions are named. Callees keep their names (in the attributes):
     computations alike call the same ones.
+
+    With `callee_key`, callees are compared by it instead: an instruction whose attributes
+    write a `%name` only for each computation it calls has them compared with those names
+    taken out, and its callees' keys in the order the text writes them (a layer's reduce
+    fusions, each with its own adder, are then alike). Anything else is compared as written.
 
     An operand written inline (not an instruction of the computation) has no position: such a
     computation is alike only to itself."""
@@ -29,6 +38,28 @@ def structure(comp: Computation) -> Hashable:
         operands = tuple([position.get(id(o), -1) for o in inst.operands])
         if -1 in operands:
             return comp
-        key.append((inst.opcode, inst.shape.text, operands, inst.attributes.as_written(), inst.literal,
-                    inst.parameter_number, inst.is_root))
+        attributes = inst.attributes.as_written()
+        callees: tuple = ()
+        if callee_key is not None and inst.called_computation_names:
+            found = _up_to_callees(inst, attributes, callee_key)
+            if found is not None:
+                attributes, callees = found
+        key.append((inst.opcode, inst.shape.text, operands, attributes, inst.literal,
+                    inst.parameter_number, inst.is_root, callees))
     return tuple(key)
+
+
+def _up_to_callees(inst: Instruction, written: tuple, callee_key) -> tuple[str, tuple] | None:
+    """(`inst`'s attributes with the callees' names taken out, their keys in text order), when
+    its attributes are one uncut text whose `%name`s are exactly its callees; else None."""
+    tail, cut, tokens, raw = written
+    if cut or tokens or raw or inst.computation is None or inst.computation.module is None:
+        return None
+    names = _PERCENT_NAME.findall(tail)
+    if sorted(name[1:] for name in names) != sorted(inst.called_computation_names):
+        return None
+    callee = inst.computation.module.callee
+    called = [callee(name) for name in names]
+    if None in called:
+        return None
+    return _PERCENT_NAME.sub("%", tail), tuple(map(callee_key, called))
