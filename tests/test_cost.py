@@ -107,6 +107,57 @@ def test_bodies_read_as_copies_are_priced_as_read():
     assert copies  # the fixtures' layers repeat their fusions
 
 
+_OWN_REDUCERS = """HloModule m
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+%exp_add (a: f32[], b: f32[]) -> f32[] {
+  %a.x = f32[] parameter(0)
+  %b.x = f32[] parameter(1)
+  %e.x = f32[] exponential(f32[] %a.x)
+  ROOT %t.x = f32[] add(f32[] %e.x, f32[] %b.x)
+}
+
+%r.1 (p: f32[64,32]) -> f32[64] {
+  %p.1 = f32[64,32]{1,0} parameter(0)
+  %z.1 = f32[] constant(0)
+  ROOT %q.1 = f32[64]{0} reduce(f32[64,32]{1,0} %p.1, f32[] %z.1), dimensions={1}, to_apply=%add
+}
+
+%r.2 (p: f32[64,32]) -> f32[64] {
+  %p.2 = f32[64,32]{1,0} parameter(0)
+  %z.2 = f32[] constant(0)
+  ROOT %q.2 = f32[64]{0} reduce(f32[64,32]{1,0} %p.2, f32[] %z.2), dimensions={1}, to_apply=%exp_add
+}
+
+ENTRY %e (a: f32[64,32]) -> f32[64] {
+  %a = f32[64,32]{1,0} parameter(0)
+  %u = f32[64]{0} fusion(f32[64,32]{1,0} %a), kind=kInput, calls=%r.1
+  %v = f32[64]{0} fusion(f32[64,32]{1,0} %a), kind=kInput, calls=%r.2
+  ROOT %w = f32[64]{0} add(f32[64]{0} %u, f32[64]{0} %v)
+}
+"""
+
+
+@pytest.mark.xla
+def test_a_copy_calling_a_reducer_of_its_own_is_priced_as_xla_prices_it():
+    """r.2 repeats r.1 up to names, so it is read as a copy of it (hloscope.text.copies),
+    but its reduce applies a computation of its own, with an exponential: its price is
+    its own, as XLA's HloCostAnalysis counts it, not r.1's."""
+    lazy = hloscope.parse(_OWN_REDUCERS, lazy=True)
+    lazy.read_all()
+    assert lazy.computation("r.2").copy_of is lazy.computation("r.1")
+    xla, cost = _xla_hlo_cost(_OWN_REDUCERS), analyze_cost(lazy)
+    assert xla.get("transcendentals", 0.0) > 0
+    assert cost.flops_xla_convention == xla.get("flops", 0.0)
+    assert cost.transcendentals_xla_convention == xla.get("transcendentals", 0.0)
+    assert cost.bytes_accessed_xla_convention == xla.get("bytes accessed", 0.0)
+
+
 def test_a_cost_listing_only_recomputing_instructions_is_the_whole_but_for_the_rest():
     """`recomputing_only` (what a diff's brief of a side's cost needs) gives the whole cost's
     totals and loops, and of its instructions those that recompute forward ops, in order."""

@@ -196,14 +196,22 @@ def test_bodies_read_as_copies_are_what_a_read_finds():
         lazy = hloscope.parse_all(text, lazy=True)
         for a, b in zip(eager, lazy):
             b.read_all()
+            for y in b.computations:
+                # Alike but for the computations they call, each its own (the cost prices a
+                # copy that calls any by its own structure, callees included). First: reading
+                # attributes back as text (`_as_read`) cuts them apart.
+                if y.copy_of is not None:
+                    assert structure(y, _any_callee) == structure(y.copy_of, _any_callee), (a.name, y.name)
             for x, y in zip(a.computations, b.computations):
                 assert _as_read(x) == _as_read(y), (a.name, x.name)
                 if y.copy_of is not None:
                     copies += 1
                     assert _as_read(y.copy_of) == _as_read(a.computation(y.copy_of.name))
-                    # The cost prices a copy as its original: they must be alike.
-                    assert structure(x) == structure(a.computation(y.copy_of.name)), (a.name, x.name)
     assert copies > 100  # the fixtures' unrolled layers repeat their fusions
+
+
+def _any_callee(_):
+    return None
 
 
 _REPEATED = """HloModule m
@@ -244,6 +252,28 @@ _REPEATED = """HloModule m
   ROOT %r.5 = f32[] reduce(f32[4]{0} %p.5, f32[] %z.5), dimensions={0}, to_apply=%add
 }
 
+%max (x: f32[], y: f32[]) -> f32[] {
+  %x.m = f32[] parameter(0)
+  %y.m = f32[] parameter(1)
+  ROOT %s.m = f32[] maximum(f32[] %x.m, f32[] %y.m)
+}
+
+%f.6 (p: f32[4]) -> f32[] {
+  %p.6 = f32[4]{0} parameter(0)
+  %z.6 = f32[] constant(0)
+  ROOT %r.6 = f32[] reduce(f32[4]{0} %p.6, f32[] %z.6), dimensions={0}, to_apply=%max
+}
+
+%f.7 (p: f32[4]) -> f32[4] {
+  %p.7 = f32[4]{0} parameter(0)
+  ROOT %n.7 = f32[4]{0} negate(f32[4]{0} %p.7), control-predecessors={%p.7}
+}
+
+%f.8 (p: f32[4]) -> f32[4] {
+  %p.8 = f32[4]{0} parameter(0)
+  ROOT %n.8 = f32[4]{0} negate(f32[4]{0} %p.8), control-predecessors={%p.8}
+}
+
 ENTRY %e (a: f32[4]) -> f32[4] {
   %a = f32[4]{0} parameter(0)
   %b = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%f.1
@@ -251,6 +281,9 @@ ENTRY %e (a: f32[4]) -> f32[4] {
   %d = f32[4]{0} fusion(f32[4]{0} %c), kind=kLoop, calls=%f.3
   %s4 = f32[] fusion(f32[4]{0} %d), kind=kInput, calls=%f.4
   %s5 = f32[] fusion(f32[4]{0} %d), kind=kInput, calls=%f.5
+  %s6 = f32[] fusion(f32[4]{0} %d), kind=kInput, calls=%f.6
+  %g = f32[4]{0} fusion(f32[4]{0} %d), kind=kLoop, calls=%f.7
+  %h = f32[4]{0} fusion(f32[4]{0} %g), kind=kLoop, calls=%f.8
   ROOT %o = f32[4]{0} add(f32[4]{0} %d, f32[4]{0} %d)
 }
 """
@@ -258,12 +291,14 @@ ENTRY %e (a: f32[4]) -> f32[4] {
 
 def test_a_repeat_up_to_names_is_read_as_a_copy_and_nothing_else_is():
     """f.2 repeats f.1 name for name: a copy. f.3 writes `%n.3` where f.1 writes `%p.1` (the
-    names do not stand one for one): read. f.5 repeats f.4, whose reduce names its callee
-    with a `%` in an attribute: read (a copy shares its original's attributes)."""
+    names do not stand one for one): read. f.5 and f.6 repeat f.4, whose reduce names its
+    callee: copies, each calling its own (f.6 the maximum, not f.4's adder). f.8 repeats f.7,
+    whose attributes name an instruction (a control predecessor): read."""
     m = hloscope.parse(_REPEATED, lazy=True)
     m.read_all()
     copied = {c.name: c.copy_of.name for c in m.computations if c.copy_of is not None}
-    assert copied == {"f.2": "f.1"}
+    assert copied == {"f.2": "f.1", "f.5": "f.4", "f.6": "f.4"}
+    assert [c.name for c in m.computation("f.6").root.called_computations] == ["max"]
     eager = hloscope.parse(_REPEATED)
     for comp in m.computations:
         assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name

@@ -958,6 +958,8 @@ class _Coster:
         """Computations priced, by what they compute (`structure`): alike ones cost the same."""
         self._structures: dict[int, Hashable] = {}
         """`structure` of each computation asked about, by id (they live as long as the module)."""
+        self._calling: dict[int, bool] = {}
+        """Whether a computation calls any, by id."""
         self._fusion_bytes: dict[tuple[str, int], int] = {}
         """`_fusion_bytes` by result shape and fused computation's id (`fusion_bytes`)."""
         self._instructions: dict[int, Counts] = {}
@@ -1010,11 +1012,21 @@ class _Coster:
         if comp.name in self._with_collectives or (
                 comp.may_mention((".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
             return comp
-        original = comp.copy_of or comp  # a copy holds what its original does (Computation.copy_of)
+        # A copy holds what its original does (Computation.copy_of), but calls callees of its
+        # own: one whose original calls any is looked at itself.
+        original = comp.copy_of or comp
+        if original is not comp and self._calls(original):
+            original = comp
         found = self._structures.get(id(original))
         if found is None:
             # Callees by what decides their price in turn: alike ones priced alike.
             found = self._structures[id(original)] = structure(original, self._what_is_priced)
+        return found
+
+    def _calls(self, comp: Computation) -> bool:
+        found = self._calling.get(id(comp))
+        if found is None:
+            found = self._calling[id(comp)] = any(inst.called_computation_names for inst in comp.instructions)
         return found
 
     def instruction(self, inst: Instruction) -> Counts:

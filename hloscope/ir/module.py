@@ -211,10 +211,11 @@ class Computation:
         """The name other instructions use for it in the text (XLA may rename repeats)."""
         self.copy_of: Computation | None = None
         """The computation whose body this one's repeats, up to the names of its instructions
-        (each name written with its `%`), when a read found so (`Module.read_all`): the two
-        hold the same instructions in the same order, attributes and all, and call the same
-        callees. A copy's own instructions are made from its original's when first asked
-        for; until then, what it holds is asked of the original (`may_contain`)."""
+        and of the computations they call (each name written with its `%`), when a read found
+        so (`Module.read_all`): the two hold the same instructions in the same order,
+        attributes and all but for the callees' names, which are each one's own
+        (hloscope.text.copies). A copy's own instructions are made from its original's when
+        first asked for; until then, what it holds is asked of the original (`may_contain`)."""
 
     @property
     def instructions(self) -> list[Instruction]:

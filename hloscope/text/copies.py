@@ -13,19 +13,24 @@ A body is copied only where reading it would give exactly that:
 
 - its text is the original's with each `%name` replaced, one name for one (so every operand
   resolves to the instruction at the same position, as the read's name lookup would);
-- the original's `%name`s are exactly its instructions' names and their operands', in the
-  order a line writes them, and no `%` is written elsewhere (an attribute naming a callee or
-  a control predecessor would be the copy's own, not the original's).
+- the original's `%name`s are exactly its instructions' names, their operands' and the
+  computations they call, in the order a line writes them, and no `%` is written elsewhere
+  (a control predecessor, or a name in a string, would be the copy's own, not the original's).
 
-Every check a read makes of a body (names defined once and before use, the opcode rules) then
-says of the copy what it said of the original, which read without an error; the caller checks
-each copy's root against its own header, which is not part of the body.
+A copy's instructions call the computations its own text names, at the places the original
+names its callees: those attributes are the copy's own (its text), the others the
+original's. Every check a read makes of a body (names defined once and before use, the opcode
+rules, which count callees) then says of the copy what it said of the original, which read
+without an error; the caller checks each copy's root against its own header, which is not
+part of the body. Callees are the module's to check (`parser.check_references`), and an
+analysis that prices or models a copy by its original asks about the copy's own callees.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction
 
 _PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
@@ -85,12 +90,9 @@ class Original:
            line: int, names: list[str]) -> Original | None:
         """The body read from `text` at `line` (its `%name`s: `names`) as an original, or None
         when its copies could not be read so (see the module's docstring)."""
-        if text.count("%") != len(names) or len(names) != len(instructions) + sum(
-                len(inst.operands) for inst in instructions):
+        # Where each name stands is found at the first copy (`_recipe`): most bodies have none.
+        if text.count("%") != len(names) or any(inst.nested for inst in instructions):
             return None
-        for inst in instructions:
-            if inst.nested or inst.attributes.mentions("%"):
-                return None
         return cls(computation, instructions, names, line)
 
     @property
@@ -120,6 +122,8 @@ class Original:
         root = None
         for at, opcode, shape, positions, attributes, offset, is_root, literal, number, called in self.recipe:
             operands = [out[k] for k in positions]
+            if called.__class__ is _Callees:  # the copy's own callees, where the original names its
+                attributes, called = called.of(names)
             inst = Instruction(names[at][1:], opcode, shape, operands, attributes, line + offset)
             inst.know_called_computation_names(called)  # from the same attributes
             for o in operands:
@@ -136,21 +140,59 @@ class Original:
 
     def _recipe(self) -> list | None:
         """Per instruction: where its name is among the `%name`s, and what a copy shares;
-        None when the names are not, in text order, each instruction's name then its
-        operands' (the order a line writes them in)."""
+        None when the names are not, in text order, each instruction's name, then its
+        operands', then its callees' (the order a line writes them in)."""
         names, line = self.names, self.line
         index = {id(inst): k for k, inst in enumerate(self.instructions)}
         recipe = []
         at = 0
         for inst in self.instructions:
-            if names[at][1:] != inst.name:
-                return None
             operands = inst.operands
+            if at + len(operands) >= len(names) or names[at][1:] != inst.name:
+                return None
             for k, o in enumerate(operands, at + 1):
                 if names[k][1:] != o.name:
                     return None
+            called = inst.called_computation_names
+            after = at + 1 + len(operands)
+            if inst.attributes.mentions("%"):
+                written = _callees_written(inst)
+                if written is None or names[after:after + len(written)] != written:
+                    return None
+                called = _Callees(inst.attributes.tail, after, written, called)
+                after += len(written)
             recipe.append((at, inst.opcode, inst.shape, [index[id(o)] for o in operands], inst.attributes,
-                           inst.line - line, inst.is_root, inst.literal, inst.parameter_number,
-                           inst.called_computation_names))
-            at += 1 + len(operands)
-        return recipe
+                           inst.line - line, inst.is_root, inst.literal, inst.parameter_number, called))
+            at = after
+        return recipe if at == len(names) else None
+
+
+def _callees_written(inst: Instruction) -> list[str] | None:
+    """The `%name`s `inst`'s attributes write, in text order, when they are one uncut text
+    and those names are exactly the computations it calls; else None."""
+    tail, cut, tokens, raw = inst.attributes.as_written()
+    if cut or tokens or raw:
+        return None
+    written = _PERCENT_NAME.findall(tail)
+    if tail.count("%") != len(written) or sorted(n[1:] for n in written) != sorted(inst.called_computation_names):
+        return None
+    return written
+
+
+class _Callees:
+    """How a copy writes its callees where an original instruction writes its own: the
+    attributes' text cut at the names, and where each name is among a body's `%name`s."""
+
+    __slots__ = ("at", "order", "pieces")
+
+    def __init__(self, tail: str, at: int, written: list[str], called: tuple[str, ...]):
+        self.pieces = _PERCENT_NAME.split(tail)
+        self.at = at
+        # `called_computation_names` lists them in XLA's order of the attributes, not the text's.
+        self.order = [at + written.index("%" + name) for name in called]
+
+    def of(self, names: list[str]) -> tuple[Attributes, tuple[str, ...]]:
+        """(the copy's attributes, the computations it calls) from the copy's `%name`s."""
+        pieces, at = self.pieces, self.at
+        text = pieces[0] + "".join(names[at + k] + piece for k, piece in enumerate(pieces[1:]))
+        return Attributes((), text), tuple(names[k][1:] for k in self.order)
