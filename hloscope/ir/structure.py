@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 
 from .module import Computation, Instruction
 
-_PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
+PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
 """A name written with its `%` (the grammar's NAME)."""
 
 
@@ -52,14 +52,24 @@ def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] |
 def _up_to_callees(inst: Instruction, written: tuple, callee_key) -> tuple[str, tuple] | None:
     """(`inst`'s attributes with the callees' names taken out, their keys in text order), when
     its attributes are one uncut text whose `%name`s are exactly its callees; else None."""
-    tail, cut, tokens, raw = written
-    if cut or tokens or raw or inst.computation is None or inst.computation.module is None:
-        return None
-    names = _PERCENT_NAME.findall(tail)
-    if sorted(name[1:] for name in names) != sorted(inst.called_computation_names):
+    names = callees_written(inst)
+    if names is None or inst.computation is None or inst.computation.module is None:
         return None
     callee = inst.computation.module.callee
     called = [callee(name) for name in names]
     if None in called:
         return None
-    return _PERCENT_NAME.sub("%", tail), tuple(map(callee_key, called))
+    return PERCENT_NAME.sub("%", written[0]), tuple(map(callee_key, called))
+
+
+def callees_written(inst: Instruction) -> list[str] | None:
+    """The `%name`s `inst`'s attributes write, in text order, when they are one uncut text in
+    which every `%` starts a name and those names are exactly the computations it calls;
+    else None."""
+    tail, cut, tokens, raw = inst.attributes.as_written()
+    if cut or tokens or raw:
+        return None
+    written = PERCENT_NAME.findall(tail)
+    if tail.count("%") != len(written) or sorted(n[1:] for n in written) != sorted(inst.called_computation_names):
+        return None
+    return written

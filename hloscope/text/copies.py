@@ -32,21 +32,21 @@ import re
 
 from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction
+from ..ir.structure import PERCENT_NAME, callees_written
 
-_PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
-"""A name written with its `%` (the grammar's NAME). Were the grammar to allow more in a
-name, a name this cuts short would not be its instruction's (`_recipe`): the body is read."""
+# PERCENT_NAME: were the grammar to allow more in a name, a name it cuts short would not be
+# its instruction's (`_recipe`): the body is read.
 
 
 def up_to_names(text: str) -> str | None:
     """`text` with each `%name` written `%`: what bodies alike up to names have in common;
     None when a `%` in it starts no name (two texts would then share it that differ in more
     than names: `f(%a)` and `f(%)`)."""
-    key, names = _PERCENT_NAME.subn("%", text)
+    key, names = PERCENT_NAME.subn("%", text)
     return key if text.count("%") == names else None
 
 
-_CUT_AT_NAMES = re.compile(f"({_PERCENT_NAME.pattern})", re.ASCII)
+_CUT_AT_NAMES = re.compile(f"({PERCENT_NAME.pattern})", re.ASCII)
 
 
 def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Original | None, tuple, list[str]]:
@@ -60,7 +60,7 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Ori
     found that text, is a token that stands for it (`LazyBody.alike`): the names are then
     all there is to find. Bodies of a text parsed in two parts meet under the text."""
     if alike is not None and alike in copies:
-        return copies[alike], (), _PERCENT_NAME.findall(text)
+        return copies[alike], (), PERCENT_NAME.findall(text)
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
     key, names = "%".join(parts[0::2]), parts[1::2]
@@ -114,7 +114,7 @@ class Original:
     def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
         """(instructions, root) of the body `text` at `line`, which repeats this one up to
         `%name`s; None when its names do not stand one for one for the original's."""
-        names = self.repeated_by(_PERCENT_NAME.findall(text))
+        names = self.repeated_by(PERCENT_NAME.findall(text))
         if names is None:
             return None
         out: list[Instruction] = []
@@ -156,7 +156,7 @@ class Original:
             called = inst.called_computation_names
             after = at + 1 + len(operands)
             if inst.attributes.mentions("%"):
-                written = _callees_written(inst)
+                written = callees_written(inst)
                 if written is None or names[after:after + len(written)] != written:
                     return None
                 called = _Callees(inst.attributes.tail, after, written, called)
@@ -167,18 +167,6 @@ class Original:
         return recipe if at == len(names) else None
 
 
-def _callees_written(inst: Instruction) -> list[str] | None:
-    """The `%name`s `inst`'s attributes write, in text order, when they are one uncut text
-    and those names are exactly the computations it calls; else None."""
-    tail, cut, tokens, raw = inst.attributes.as_written()
-    if cut or tokens or raw:
-        return None
-    written = _PERCENT_NAME.findall(tail)
-    if tail.count("%") != len(written) or sorted(n[1:] for n in written) != sorted(inst.called_computation_names):
-        return None
-    return written
-
-
 class _Callees:
     """How a copy writes its callees where an original instruction writes its own: the
     attributes' text cut at the names, and where each name is among a body's `%name`s."""
@@ -186,7 +174,7 @@ class _Callees:
     __slots__ = ("at", "order", "pieces")
 
     def __init__(self, tail: str, at: int, written: list[str], called: tuple[str, ...]):
-        self.pieces = _PERCENT_NAME.split(tail)
+        self.pieces = PERCENT_NAME.split(tail)
         self.at = at
         # `called_computation_names` lists them in XLA's order of the attributes, not the text's.
         self.order = [at + written.index("%" + name) for name in called]
