@@ -41,7 +41,7 @@ def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] |
         attributes = inst.attributes.as_written()
         callees: tuple = ()
         if callee_key is not None and inst.called_computation_names:
-            found = _up_to_callees(inst, attributes, callee_key)
+            found = _up_to_callees(inst, callee_key)
             if found is not None:
                 attributes, callees = found
         key.append((inst.opcode, inst.shape.text, operands, attributes, inst.literal,
@@ -49,7 +49,7 @@ def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] |
     return tuple(key)
 
 
-def _up_to_callees(inst: Instruction, written: tuple, callee_key) -> tuple[str, tuple] | None:
+def _up_to_callees(inst: Instruction, callee_key) -> tuple[str, tuple] | None:
     """(`inst`'s attributes with the callees' names taken out, their keys in text order), when
     its attributes are one uncut text whose `%name`s are exactly its callees; else None."""
     names = callees_written(inst)
@@ -59,7 +59,7 @@ def _up_to_callees(inst: Instruction, written: tuple, callee_key) -> tuple[str, 
     called = [callee(name) for name in names]
     if None in called:
         return None
-    return PERCENT_NAME.sub("%", written[0]), tuple(map(callee_key, called))
+    return PERCENT_NAME.sub("%", inst.attributes.tail), tuple(map(callee_key, called))
 
 
 def callees_written(inst: Instruction) -> list[str] | None:
