@@ -15,7 +15,9 @@ from collections.abc import Callable, Hashable
 from .module import Computation, Instruction
 
 PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
-"""A name written with its `%` (the grammar's NAME)."""
+"""A name written with its `%` (the grammar's NAME). Were the grammar to allow more in a
+name, a name this cuts short would not be its instruction's, and the copies' recipe would
+not fit (hloscope.text.copies): such a body is read, not copied."""
 
 
 def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] | None = None) -> Hashable:

@@ -34,9 +34,6 @@ from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction
 from ..ir.structure import PERCENT_NAME, callees_written
 
-# PERCENT_NAME: were the grammar to allow more in a name, a name it cuts short would not be
-# its instruction's (`_recipe`): the body is read.
-
 
 def up_to_names(text: str) -> str | None:
     """`text` with each `%name` written `%`: what bodies alike up to names have in common;
