@@ -18,14 +18,24 @@ For each module (generated and cached by benchmarks/parse.py) it prints, in one 
                and warm (cache populated), with each child's peak RSS (os.wait4, per child);
                also `python -c pass`, `import hloscope.cli` and `import + load_all` so the
                end-to-end time can be split into interpreter, imports, parse and analysis;
-  targets      PASS/FAIL next to the values: full parse ≤ 3× XLA; end-to-end ≤ 2× XLA's parse
-               cold and ≤ 0.5× warm; peak RSS ≤ 5× the file; and, with both modules, the
-               larger modules' times ≤ 5.5× the small one's.
+  targets      PASS/FAIL next to the values: full parse ≤ 3× XLA's; end-to-end ≤ 2× XLA's
+               first parse cold and ≤ 0.5× warm (`hloscope diff` of two modules: ≤ 3× and
+               ≤ 0.5× XLA's first parse of one); peak RSS ≤ 5× the file; and, with both
+               modules, the larger modules' times ≤ 5.5× the small one's.
+
+XLA's parse is timed like for like. The in-process rows (hloscope's parse in this process,
+repeated) are set against XLA's parse repeated in this process. The end-to-end rows (a
+fresh hloscope process reading the file once) are set against XLA's first parse in a fresh
+process (`xla_first_parse`: jax's import and the file's read not timed, nor the module's
+destruction), as a tool reading the file once parses it. The two differ by 10-15% on the
+22 MB module: a first parse takes ~49K page faults (~0.1 s of system time) that repeats in
+one process do not, their allocator holding the memory a parse needs already; every
+hloscope process pays its own.
 
 The machine may be shared: every timing is the best of --repeat runs, CPU time is printed
 beside wall time, and the load average is printed at the start and the end. Its speed also
-drifts (1.2-1.5x over minutes): each end-to-end run is printed against XLA's parse timed
-just before it (`PairedXla`), beside the best-of verdicts.
+drifts (1.2-1.5x over minutes): each end-to-end run is printed against XLA's first parse
+timed just before it (`PairedXla`), beside the best-of verdicts.
 """
 
 from __future__ import annotations
@@ -175,25 +185,46 @@ def best_child(argv, repeat: int, before=None, extra_env=None) -> dict:
             "timeout": all(r["timeout"] for r in runs)}
 
 
-class PairedXla:
-    """XLA's parse of one text, timed again just before each run of a child. The machine's
-    speed drifts by 1.2-1.5x over minutes: a run's ratio to the XLA parse just before it
-    follows the code, where a best-of time against a best-of XLA time taken minutes
-    earlier follows the machine. The verdicts stay best-of; these ratios are printed beside."""
+_XLA_FIRST_PARSE = """\
+import sys, time
+from jax._src.lib import xla_client as xc
+text = open(sys.argv[1]).read()
+t0 = time.perf_counter()
+module = xc.hlo.hlo_module_from_text(text)
+sys.stdout.write("%.6f" % (time.perf_counter() - t0))
+"""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+
+def xla_first_parse(path: Path) -> float:
+    """XLA's parse of `path` as a tool reading the file once parses it: the first parse in a
+    fresh process. Not timed: jax's import, the file's read and the module's destruction
+    (kept alive until the time is taken; a hloscope process exits without freeing)."""
+    out = subprocess.run([sys.executable, "-c", _XLA_FIRST_PARSE, str(path)], capture_output=True,
+                         text=True, check=True, stdin=subprocess.DEVNULL)
+    return float(out.stdout)
+
+
+def best_first_parse(path: Path, repeat: int) -> tuple[float, list[float]]:
+    """The best of `repeat` fresh processes' first parses of `path` (`xla_first_parse`)."""
+    times = [xla_first_parse(path) for _ in range(repeat)]
+    return min(times), times
+
+
+class PairedXla:
+    """XLA's first parse of one file in a fresh process (`xla_first_parse`), timed again just
+    before each run of a child. The machine's speed drifts by 1.2-1.5x over minutes: a run's
+    ratio to the XLA parse just before it follows the code, where a best-of time against a
+    best-of XLA time taken minutes earlier follows the machine. The verdicts stay best-of;
+    these ratios are printed beside."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self.times: dict[str, list[float]] = {}
 
     def before(self, key: str, then=None):
         """A `before` for `best_child`: XLA's parse timed (under `key`), then `then()`."""
-        from jax._src.lib import xla_client as xc
-
         def run() -> None:
-            gc.collect()
-            t0 = time.perf_counter()
-            xc.hlo.hlo_module_from_text(self.text)
-            self.times.setdefault(key, []).append(time.perf_counter() - t0)
+            self.times.setdefault(key, []).append(xla_first_parse(self.path))
             if then is not None:
                 then()
         return run
@@ -204,7 +235,7 @@ class PairedXla:
         if not pairs:
             return f"  {label}: no paired runs"
         ratios = sorted(t / x for x, t in pairs)
-        return (f"  {label}, each run against XLA's parse just before it: "
+        return (f"  {label}, each run against XLA's first parse just before it: "
                 + "  ".join(f"{t:.2f}/{x:.2f} s = {t / x:.2f}×" for x, t in pairs)
                 + f"  (median {ratios[len(ratios) // 2]:.2f}×)")
 
@@ -238,9 +269,12 @@ def bench_module(path: Path, repeat: int, cache: ModuleCache) -> dict:
     modules = hloscope.parse_all(text)
     r["insts"], r["comps"] = P.count_instructions(modules)
     del modules
-    paired = r["paired"] = PairedXla(text)
     text = None  # the children below read the file themselves
     gc.collect()
+    print("  XLA C++ parse, first in a fresh process ...", flush=True)
+    r["xla_first"], r["xla_first_all"] = best_first_parse(path, repeat)
+    print(f"    {r['xla_first']:.2f} s", flush=True)
+    paired = r["paired"] = PairedXla(path)
 
     # The analyses alone, each once on a fully parsed module, in a child (so --timeout
     # bounds them too): parse, then time only the analysis.
@@ -314,8 +348,10 @@ def print_module(r: dict) -> list[tuple[str, bool]]:
           + " | full " + " ".join(f"{t:.2f}" for t in r["full_all"])
           + " | lazy " + " ".join(f"{t:.2f}" for t in r["lazy_all"]))
 
+    first = r["xla_first"]
     print(f"\nsubprocess (cwd = repo), best     {'wall s':>7s} {'cpu s':>6s} {'× XLA':>6s} "
-          f"{'RSS MB':>7s} {'RSS/file':>8s}  targets (time · RSS)")
+          f"{'RSS MB':>7s} {'RSS/file':>8s}  targets (time · RSS); × XLA: its first parse in a fresh "
+          f"process, best {first:.2f} s (runs {' '.join(f'{t:.2f}' for t in r['xla_first_all'])})")
     rows = [
         ("python -c pass", r["py_pass"], None),
         ("import hloscope.cli", r["imp_cli"], None),
@@ -332,12 +368,12 @@ def print_module(r: dict) -> list[tuple[str, bool]]:
         rss_ratio = c["rss_max"] * 2**20 / r["size"]
         tgt = ""
         if target is not None:
-            ok_t = c["wall"] <= target * xla
+            ok_t = c["wall"] <= target * first
             ok_m = rss_ratio <= TARGET_RSS_X_FILE
             tgt = f"≤ {target:g}× {verdict(ok_t)} · ≤ {TARGET_RSS_X_FILE:g}× {verdict(ok_m)}"
-            checks.append((f"{name}: {label} ≤ {target:g}× XLA parse ({c['wall'] / xla:.2f}×)", ok_t))
+            checks.append((f"{name}: {label} ≤ {target:g}× XLA's first parse ({c['wall'] / first:.2f}×)", ok_t))
             checks.append((f"{name}: {label} peak RSS ≤ {TARGET_RSS_X_FILE:g}× file ({rss_ratio:.2f}×)", ok_m))
-        print(f"{label:34s} {c['wall']:7.2f} {c['cpu']:6.2f} {c['wall'] / xla:6.2f} "
+        print(f"{label:34s} {c['wall']:7.2f} {c['cpu']:6.2f} {c['wall'] / first:6.2f} "
               f"{c['rss_max']:7.0f} {rss_ratio:8.2f}  {tgt}"
               f"{f'  (killed after {TIMEOUT:g} s: times/RSS are lower bounds)' if c.get('timeout') else ''}")
     for key in ("memory", "coll"):
@@ -404,26 +440,30 @@ def print_scaling(small: dict, large: dict) -> list[tuple[str, bool]]:
 
 def bench_diff(a: dict, b_path: Path, repeat: int, cache: ModuleCache) -> list[tuple[str, bool]]:
     """`hloscope diff A B` of the ≈22 MB module against a second compilation of the model
-    (a shorter sequence), cold and warm; targets against XLA's parse of A alone."""
+    (a shorter sequence), cold and warm; targets against XLA's parse of A alone, first in a
+    fresh process (`xla_first_parse`), as each run of the diff reads its files."""
     py = sys.executable
     argv = [py, "-m", "hloscope", "diff", str(a["path"]), str(b_path)]
     print(f"\n── hloscope diff {a['path'].name} {b_path.name} ──", flush=True)
-    paired = PairedXla(a["path"].read_text())  # see PairedXla: the machine's speed drifts
+    paired = PairedXla(a["path"])  # see PairedXla: the machine's speed drifts
     cold = best_child(argv, repeat, before=paired.before("cold", cache.clear))
     cache.clear()
     run_child(argv)
     warm = best_child(argv, repeat, before=paired.before("warm"))
     cache.clear()
-    xla = a["xla"]
+    first, hot = a["xla_first"], a["xla"]
     checks = []
     for kind, c in (("cold", cold), ("warm", warm)):
         print(paired.line(kind, kind, c))
+    print(f"  XLA's parse of A, first in a fresh process: best {first:.2f} s (runs "
+          f"{' '.join(f'{t:.2f}' for t in a['xla_first_all'])}); repeated in one process: best {hot:.2f} s")
     for label, c, target in (("hloscope diff, cold", cold, TARGET_DIFF_COLD_X_XLA),
                              ("hloscope diff, warm", warm, TARGET_DIFF_WARM_X_XLA)):
-        ok = c["wall"] <= target * xla
-        print(f"{label:34s} {c['wall']:7.2f} s  {c['wall'] / xla:5.2f}× XLA's parse of A  (≤ {target:g}× {verdict(ok)})"
+        ok = c["wall"] <= target * first
+        print(f"{label:34s} {c['wall']:7.2f} s  {c['wall'] / first:5.2f}× XLA's first parse of A  "
+              f"(≤ {target:g}× {verdict(ok)}; {c['wall'] / hot:.2f}× its repeated parse)"
               f"  RSS {c['rss_max']:.0f} MB  runs {' '.join(f'{t:.2f}' for t in c['runs'])}")
-        checks.append((f"{label} ≤ {target:g}× XLA parse of A ({c['wall'] / xla:.2f}×)", ok))
+        checks.append((f"{label} ≤ {target:g}× XLA's first parse of A ({c['wall'] / first:.2f}×)", ok))
     return checks
 
 
@@ -469,8 +509,11 @@ def main(argv=None) -> int:
         text = paths[0].read_text()
         xla, _ = P.best_of(lambda: xc.hlo.hlo_module_from_text(text), args.repeat)
         del text
-        checks = bench_diff({"path": paths[0], "xla": xla}, P.ensure_module(P.CONFIGS["diff_b"]), args.repeat, cache)
-        print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS (XLA's parse of A: {xla:.2f} s) ──")
+        first, first_all = best_first_parse(paths[0], args.repeat)
+        a = {"path": paths[0], "xla": xla, "xla_first": first, "xla_first_all": first_all}
+        checks = bench_diff(a, P.ensure_module(P.CONFIGS["diff_b"]), args.repeat, cache)
+        print(f"\n── targets: {sum(ok for _, ok in checks)}/{len(checks)} PASS (XLA's first parse of A: "
+              f"{first:.2f} s) ──")
         for label, ok in checks:
             print(f"  {verdict(ok)}  {label}")
         return 0
