@@ -319,7 +319,10 @@ def role_timelines(model: MemoryModel, roles: Roles) -> dict[str, list[int]]:
     deltas: dict[str, list[int]] = {}
 
     def add(s: int, e: int, v: Value) -> None:
-        delta = deltas.setdefault(roles.of(v), [0] * (end + 2))
+        role = roles.of(v)
+        delta = deltas.get(role)
+        if delta is None:  # not `setdefault`: it would build a whole timeline per slot
+            delta = deltas[role] = [0] * (end + 2)
         delta[s] += v.size
         delta[e + 1] -= v.size
 
