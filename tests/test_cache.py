@@ -160,6 +160,24 @@ def test_kept_results_are_the_results(name, results_home, monkeypatch):
     assert fresh.collectives() == collectives
 
 
+def test_kept_role_timelines_are_the_timelines(results_home, monkeypatch):
+    """What the pictures draw (`role_timelines`) is kept too: the next command draws it without
+    a memory model, and it is what an analysis with no cache at all says."""
+    path = FIXTURES / "gpu_hsdp_accum1" / "module.hlo.txt"
+    first = hloscope.load_all(path, lazy=True)[0].role_timelines()
+    assert first and all(type(t) is list for t in first.values())
+    import hloscope.analysis.memory as hm
+
+    def not_again(*args):
+        raise AssertionError("the memory model was built although the timelines are kept")
+
+    monkeypatch.setattr(hm, "analyze_dataflow", not_again)
+    assert hloscope.load_all(path, lazy=True)[0].role_timelines() == first
+    monkeypatch.undo()
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    assert hloscope.load(path).role_timelines() == first
+
+
 def test_results_depend_on_the_arguments(results_home):
     m = hloscope.load_all(FIXTURES / "cpu_fsdp" / "module.hlo.txt", lazy=True)[0]
     assert m.memory(alignment=1).temp_bytes <= m.memory(alignment=4096).temp_bytes

@@ -411,6 +411,31 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
 
 
+def test_the_diff_picture_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
+    """`hloscope diff --html` with B read ahead: the child works out what the picture draws of
+    B too (its role timelines, into the cache), so that this process builds A's memory model
+    only, and the page is the one drawn in one process."""
+    from hloscope.api import loading
+    from hloscope.api import module as module_api
+
+    a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
+    one, two = tmp_path / "one.html", tmp_path / "two.html"
+    monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "one"))
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")
+    expected = _diff_cli(a, b, "--html", str(one))
+    assert expected.exit_code == 0, expected.output
+    monkeypatch.delenv("HLOSCOPE_JOBS")
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "two"))
+    monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
+    models = _spy(monkeypatch, module_api, "build_memory_model")
+    got = _diff_cli(a, b, "--html", str(two))
+    assert got.exit_code == 0, got.output
+    assert got.output == expected.output
+    assert two.read_bytes() == one.read_bytes()
+    assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
+
+
 BAD = ("HloModule m, is_scheduled=true\n\nunused (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n"
        "  ROOT v = f32[2] negate(NAME)\n}\n\nENTRY e (p: f32[8]) -> f32[8] {\n  p = f32[8] parameter(0)\n"
        "  ROOT r = f32[8] negate(p)\n}\n")

@@ -26,11 +26,14 @@ def _side_as_plain(module: Module, label: str):
         return plain.encode(side(module, label), _SIDE_TYPES)
 
 
-def work_out_side(module: Module) -> None:
+def work_out_side(module: Module, timelines: bool = False) -> None:
     """Work out, into the cache, everything `side` reads of `module` (what a child reading B
-    ahead does for the diff, `loading.reading_ahead`'s `then`)."""
+    ahead does for the diff, `loading.reading_ahead`'s `then`), and with `timelines` its role
+    timelines too (what the diff's picture draws): its memory model is then at hand."""
     if not kept(module):
         side(module)
+    if timelines:
+        module.role_timelines()
 
 
 def sides(a: Module, b: Module, labels: tuple[str, str] = ("", ""),

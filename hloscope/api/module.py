@@ -87,6 +87,13 @@ def _roles(module, platform: str | None = None, alignment: int | None = None) ->
         return roles_at_peak(module, _model(module, platform, alignment))
 
 
+def _role_timelines(module, platform: str | None = None, alignment: int | None = None) -> dict[str, tuple[int, ...]]:
+    with _analyzing(module):
+        model = _model(module, platform, alignment)
+        # Tuples: plain data the cache keeps without a call per step.
+        return {role: tuple(t) for role, t in role_timelines(model, assign_roles(module, model)).items()}
+
+
 def _collectives(module) -> CollectivesResult:
     with _analyzing(module):
         return analyze_collectives(module)
@@ -118,6 +125,7 @@ data (the cache's files, a forked child's answer)."""
 _memory = cache.memoized("memory", RESULT_TYPES["memory"])(_memory)
 _roles = cache.memoized("roles", RESULT_TYPES["roles"])(_roles)
 _held_gathers = cache.memoized("gathers", RESULT_TYPES["gathers"])(_held_gathers)
+_role_timelines = cache.memoized("role_timelines", ())(_role_timelines)
 _collectives = cache.memoized("collectives", RESULT_TYPES["collectives"])(_collectives)
 _cost = cache.memoized("cost", RESULT_TYPES["cost"])(_cost)
 cost_in_brief = cache.memoized("cost_in_brief", RESULT_TYPES["cost"])(_cost_in_brief)
@@ -163,9 +171,7 @@ class Module(ir.Module):
     def role_timelines(self, platform: str | None = None, alignment: int | None = None) -> dict[str, list[int]]:
         """Temp bytes live at each schedule step, by role; they add up to
         `memory().timeline` (hloscope.analysis.roles)."""
-        with _analyzing(self):
-            model = _model(self, platform, alignment)
-            return role_timelines(model, assign_roles(self, model))
+        return {role: list(t) for role, t in _role_timelines(self, platform, alignment).items()}
 
     def stats(self):
         with _analyzing(self):

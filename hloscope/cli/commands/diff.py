@@ -1,3 +1,5 @@
+import functools
+
 import click
 
 from ...api.compare import diff as diff_modules
@@ -46,8 +48,10 @@ def diff(a, b, module_regex, top, html_out, as_json):
     Two dump directories (or multi-module files) are compared module by module, by name.
     """
     # B's text is parsed by a child while A's is here; the child then works out B's side of
-    # the diff (into the cache) while this process works out A's.
-    with reading_ahead([b], module_regex, then=work_out_side) as ahead:
+    # the diff (into the cache), and what the picture draws of B, while this process works
+    # out A's.
+    then = functools.partial(work_out_side, timelines=html_out is not None)
+    with reading_ahead([b], module_regex, then=then) as ahead:
         first = load_inputs([a], module_regex)
         ahead.stored()
         sides = first, load_inputs([b], module_regex)
@@ -55,6 +59,10 @@ def diff(a, b, module_regex, top, html_out, as_json):
             require_scheduled(side, "the diff")
         pairs = _pairs(*sides)
         b_worked_out = ahead.worked_out if ahead.working_out and len(sides[1]) == 1 else None
+        if html_out and b_worked_out is not None:
+            # What the picture draws of A first, while the child is still at work: the
+            # memory model it builds serves A's side of the diff next.
+            pairs[0][0].module.role_timelines()
         results = [diff_modules(x.module, y.module, labels=(x.file, y.file), b_worked_out=b_worked_out)
                    for x, y in pairs]
     if html_out:
