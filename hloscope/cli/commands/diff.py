@@ -59,16 +59,18 @@ def diff(a, b, module_regex, top, html_out, as_json):
             require_scheduled(side, "the diff")
         pairs = _pairs(*sides)
         b_worked_out = ahead.worked_out if ahead.working_out and len(sides[1]) == 1 else None
+        a_timelines = None
         if html_out and b_worked_out is not None:
             # What the picture draws of A first, while the child is still at work: the
             # memory model it builds serves A's side of the diff next.
-            pairs[0][0].module.role_timelines()
+            a_timelines = pairs[0][0].module.role_timelines()
         results = [diff_modules(x.module, y.module, labels=(x.file, y.file), b_worked_out=b_worked_out)
                    for x, y in pairs]
     if html_out:
         x, y = pairs[0]
-        write_html(html_out, diff_page(results[0], (x.file, y.file),
-                                       (x.module.role_timelines(), y.module.role_timelines())))
+        if a_timelines is None:
+            a_timelines = x.module.role_timelines()
+        write_html(html_out, diff_page(results[0], (x.file, y.file), (a_timelines, y.module.role_timelines())))
     payloads = []
     for (x, y), r in zip(pairs, results):
         p = r.to_dict()
