@@ -55,6 +55,43 @@ def test_live_ranges_of_as_text(path):
     assert agreement(common, mine) == 1.0
 
 
+NEWEST = sorted(p.parent for p in (FIXTURES / "jax-0.12").glob("*/module.hlo.txt*"))
+"""Compilations by the newest jax (0.12.0.1), beside 0.10.2's: fixtures/jax-0.12/."""
+
+
+@pytest.mark.parametrize("path", NEWEST, ids=lambda p: p.relative_to(FIXTURES).as_posix())
+def test_live_ranges_of_the_newest_jax(path):
+    # XLA changed one rule between jax 0.10.2 and 0.12.0.1: a value that an async-start's
+    # wrapped computation defines now starts at the start's step, where 0.10.2 started it at
+    # its own step, the one before (every such value of every GPU fixture of each version;
+    # the dumps' after_optimizations show the wrapped computations). Nothing else runs at
+    # that step, so no figure moves; as_text() hides the wrapped op, and no text tells the
+    # two versions' rule apart: hloscope keeps 0.10.2's. What shows of it here: a value
+    # handing its buffer over to a wrapped op's (an all-reduce's operand: the wrapped
+    # all-reduce works in place) ends at the wrapped op's step, one before XLA's end.
+    xla_steps, xla_ranges = parse_live_range_dump(read_dump(path / "live-range.txt.gz"))
+    module = hloscope.load(path / "module.hlo.txt" if (path / "module.hlo.txt").exists() else path / "module.hlo.txt.gz")
+    steps, mine = ours(module)
+    assert len(steps) == len(xla_steps)
+    # as_text() names a wrapped op's values after the start ({1, ...}); XLA after the op, and
+    # counts its ROOT's tuple table (a table of the start's result, when a tuple) among them.
+    wrappers = analyze_dataflow(module).wrappers
+    starts = {i.name: i for c in module.computations for i in c.instructions
+              if (wrappers.get(i) or i.info).sugar and i.info.async_role == "start"}
+    only_ours = mine.keys() - xla_ranges.keys()
+    assert all(name in starts and index.startswith("{1") for name, index in only_ours)
+    tables = sum(1 for i in starts.values() if i.shape.at((1,)).is_tuple)
+    assert len(xla_ranges.keys() - mine.keys()) == len(only_ours) + tables
+    common = {k: r for k, r in xla_ranges.items() if k in mine}
+    wrapped_all_reduces = {i.name for c in module.computations for i in c.instructions
+                           if i.opcode == "all-reduce-start" and i.shape.is_tuple}
+    differ = {k: (mine[k], r) for k, r in common.items() if mine[k] != r}
+    for (ours_start, ours_end), (start, end) in differ.values():
+        assert (ours_start, ours_end) == (start, end - 1)
+        assert xla_steps[end] in wrapped_all_reduces and steps[ours_end] == f"{xla_steps[end]}/all-reduce"
+    assert bool(differ) == bool(wrapped_all_reduces)
+
+
 WHILE = """HloModule m, is_scheduled=true
 
 cond {

@@ -28,7 +28,7 @@ from ..executor import Executor
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ELEMENT_BITS
-from .callgraph import callees_first, loop_parts, scheduled_callees
+from .callgraph import callees_first, loop_parts, scheduled_callees, scheduled_instructions
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
 
@@ -167,6 +167,12 @@ class Dataflow:
     """Each async start → its wrapped computation (None for printing sugar without one)."""
     in_place: dict[Instruction, list[tuple[tuple, int, tuple]]] = field(default_factory=dict)
     """`in_place_pairs` of every instruction that may write an operand's buffer."""
+    wrappers: dict[Instruction, opcodes.OpInfo] = field(default_factory=dict)
+    """Starts and dones spelled as XLA's native asynchronous collectives that are read as
+    async wrappers of them (`opcodes.NATIVE_OR_WRAPPED`) → the wrapper's facts."""
+    undecided: tuple[Instruction, ...] = ()
+    """Starts whose text does not tell the native op from the wrapper, read as native
+    (`opcodes.start_is_wrapper` None, and nothing else in the module says)."""
 
 
 class _UnionFind:
@@ -209,6 +215,11 @@ class _Builder:
         """Instructions that may write an operand's buffer (`OpInfo.may_update_in_place`)."""
         self.elements: dict[Instruction, tuple[dict, int, dict[int, dict[tuple, Value]]]] = {}
         """Per tuple-valued instruction: its value set, that set's size, the set by element."""
+        self.wrappers: dict[Instruction, opcodes.OpInfo] = {}
+        """`Dataflow.wrappers`, as the schedule meets them."""
+        self.undecided: list[Instruction] = []
+        self.module_wraps: bool | None | object = _UNKNOWN
+        """`wraps_collectives(module)`, worked out on the first start that needs it."""
 
     def new(self, inst: Instruction, index: tuple, shape, is_phi: bool = False) -> Value:
         v = Value(len(self.values), inst, index, shape, is_phi)
@@ -254,6 +265,8 @@ class _Builder:
         for inst in comp.instructions:
             shape = inst.shape
             op = info(inst.opcode)
+            if inst.opcode in opcodes.NATIVE_OR_WRAPPED:
+                op = self.resolve(inst, op)
             if op.may_update_in_place:
                 self.in_place.append(inst)
             if not shape.tuple_shapes and op.value_rule == "define":
@@ -264,11 +277,26 @@ class _Builder:
                 sets[inst] = _OneValue(v)
             else:
                 self.forwarding.append(inst)
-                self.run_instruction(inst, params)
+                _VALUE_RULES[op.value_rule](self, inst, op, params)
 
-    def run_instruction(self, inst: Instruction, params) -> None:
-        info = opcodes.info(inst.opcode)
-        _VALUE_RULES[info.value_rule](self, inst, info, params)
+    def resolve(self, inst: Instruction, op: opcodes.OpInfo) -> opcodes.OpInfo:
+        """The facts of a start or done spelled as a native asynchronous collective: the
+        native op's, or those of the async wrapper XLA prints under the same name. A start's
+        result shape tells which (`opcodes.start_is_wrapper`); where it cannot, the module's
+        other starts do; a done is what its start is."""
+        if op.async_role == "start":
+            wrapper = opcodes.start_is_wrapper(inst.opcode, inst.shape, len(inst.operands))
+            if wrapper is None:
+                if self.module_wraps is _UNKNOWN:
+                    self.module_wraps = wraps_collectives(self.module)
+                wrapper = self.module_wraps
+                if wrapper is None:
+                    self.undecided.append(inst)
+        else:
+            wrapper = bool(inst.operands) and inst.operands[0] in self.wrappers
+        if wrapper:
+            op = self.wrappers[inst] = opcodes.wrapper_info(inst.opcode)
+        return op
 
     # One step per `OpInfo.value_rule` (`_VALUE_RULES`), each as the table describes the rule.
     # An op missing the operands its rule reads gets fresh values, as a plain op does.
@@ -434,6 +462,23 @@ _VALUE_RULES = {
 assert _VALUE_RULES.keys() == set(opcodes.VALUE_RULES), "every value rule of the table needs a step"
 
 
+_UNKNOWN = object()
+
+
+def wraps_collectives(module: Module) -> bool | None:
+    """Whether the natively asynchronous collectives of `module` are async wrappers, as its
+    starts whose shape tells show (`opcodes.start_is_wrapper`); None when none tells, or
+    they disagree. XLA's AsyncCollectiveCreator makes all of a module's alike: the native
+    ops, or (`use_generic_async_start_done`, XLA's GPU pipeline since jax 0.11) an
+    async-start wrapping each collective."""
+    seen = set()
+    for inst in scheduled_instructions(module):
+        if inst.opcode in opcodes.NATIVE_OR_WRAPPED and inst.info.async_role == "start":
+            seen.add(opcodes.start_is_wrapper(inst.opcode, inst.shape, len(inst.operands)))
+    seen.discard(None)
+    return seen.pop() if len(seen) == 1 else None
+
+
 def _resolve(v: Value) -> Value:
     while v.replaced_by is not None:
         v = v.replaced_by
@@ -502,16 +547,19 @@ def _through_bitcasts(inst, operand):
     return None
 
 
-def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
+def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None,
+                   op: opcodes.OpInfo | None = None) -> list[tuple[tuple, int, tuple]]:
     """XLA GetInPlaceInputOutputPairs: (output_index, operand, operand_index) sharing memory.
-    `facts`: what a child found of fused computations already (`FusedFacts`)."""
+    `facts`: what a child found of fused computations already (`FusedFacts`); `op`: the
+    instruction's facts where they are not its opcode's (`Dataflow.wrappers`)."""
     aliasing = inst.attributes.decoded("output_to_operand_aliasing") if "output_to_operand_aliasing" in inst.attributes else None
     if aliasing:
         return [(a.output_index, a.operand, a.operand_index) for a in aliasing]
-    k = inst.info.in_place_operand
+    op = op or inst.info
+    k = op.in_place_operand
     if k is not None:
         return [((), k, ())]
-    if inst.info.in_place_each_operand:
+    if op.in_place_each_operand:
         # The result shares its operand's buffer and allocation, the operand's live range
         # handing over to it at the start: one buffer, not a heap share.
         n = len(inst.operands)
@@ -584,7 +632,7 @@ def _analyze_dataflow(module: Module, facts: FusedFacts | None) -> Dataflow:
     in_place = {}
     for inst in b.in_place:
         vs = sets[inst]
-        pairs = in_place[inst] = in_place_pairs(inst, facts)
+        pairs = in_place[inst] = in_place_pairs(inst, facts, b.wrappers.get(inst))
         for oi, k, pi in pairs:
             if k < len(inst.operands):
                 a = vs.get(oi)
@@ -617,7 +665,7 @@ def _analyze_dataflow(module: Module, facts: FusedFacts | None) -> Dataflow:
     entry_params = frozenset(v.buffer for p in entry.parameters for v in b.sets[p].values())
     constants = frozenset(v.buffer for v in values if v.instruction.opcode == "constant")
     df = Dataflow(module, values, b.sets, buffers, live_out, entry_params, constants,
-                  frozenset(b.analyzed), b.async_wrapped, in_place)
+                  frozenset(b.analyzed), b.async_wrapped, in_place, b.wrappers, tuple(b.undecided))
     # Number values as XLA numbers its HloValues: several of its tie-breaks depend on it.
     order = xla_value_order(df)
     for v in values:
@@ -762,8 +810,10 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     return user.info.elementwise
 
 
-_GPU_IN_PLACE_COLLECTIVES = ("all-reduce", "all-reduce-start", "collective-broadcast")
-"""GPU collectives NCCL runs in place: the result may take its operand's buffer."""
+_GPU_IN_PLACE_COLLECTIVES = ("all-reduce", "collective-broadcast")
+"""GPU collectives NCCL runs in place: the result may take its operand's buffer (XLA's
+NVPTXAliasInfo::MayAlias; a native all-reduce-start is in place by its in-place pairs, and
+an async-start wrapping an all-reduce by its `output_to_operand_aliasing`)."""
 
 
 def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple, backend: str,

@@ -62,6 +62,7 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
     async_context: dict[Computation, Instruction] = {}
 
     async_wrapped = dataflow.async_wrapped
+    wrappers = dataflow.wrappers
 
     def visit(comp: Computation) -> None:
         if comp in span:
@@ -69,7 +70,7 @@ def flatten_schedule(dataflow: Dataflow) -> Schedule:
         start = len(steps)
         span[comp] = (start, start)  # entered: a computation that calls itself is not entered again
         for inst in comp.instructions:
-            info = opinfo(inst.opcode)
+            info = wrappers.get(inst) or opinfo(inst.opcode)
             if info.runs_callees:
                 # Condition first, then body: their order on the timeline is XLA's.
                 for c in scheduled_callees(inst):

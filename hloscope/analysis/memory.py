@@ -614,8 +614,8 @@ def _tuple_tables(allocations, df: Dataflow, live: LiveRanges, platform: str) ->
     """The sizes of the temp tuple tables' allocations, by memory space (CPU and GPU: XLA's
     AssignSingleHloBuffer gives each tuple-shaped buffer an allocation of its own, never
     the heap's). Async printing sugar hides a wrapped computation whose ROOT tuple (a
-    variadic reduce-scatter's) is one more, as large as the start's result `{1}`. None on
-    TPU, whose tables are in its heap."""
+    variadic reduce-scatter's or all-gather's) is one more, as large as the start's result
+    `{1}`. None on TPU, whose tables are in its heap."""
     sizes: dict[int, list[int]] = {}
     if platform == "tpu":
         return sizes
@@ -625,9 +625,31 @@ def _tuple_tables(allocations, df: Dataflow, live: LiveRanges, platform: str) ->
     time = live.schedule.time
     for start, wrapped in df.async_wrapped.items():
         out = df.value_sets.get(start, {}).get((1,))
-        if wrapped is None and start.info.sugar and start in time and out is not None and out.shape.is_tuple:
+        if wrapped is None and _is_sugar(df, start) and start in time and out is not None and out.shape.is_tuple:
             sizes.setdefault(out.shape.memory_space, []).append(out.size)
     return sizes
+
+
+def _is_sugar(df: Dataflow, start: Instruction) -> bool:
+    """An async start printed as sugar, its wrapped computation not in the text."""
+    return (df.wrappers.get(start) or start.info).sugar
+
+
+def _undecided_note(df: Dataflow, platform: str) -> str | None:
+    """What the starts whose text does not say native op or async wrapper (read as native,
+    `Dataflow.undecided`) would add as wrappers: the hidden wrapped ROOT's tuple table each
+    (`_tuple_tables`), above the heap."""
+    if not df.undecided:
+        return None
+    tables = [out for start in df.undecided
+              if (out := df.value_sets.get(start, {}).get((1,))) is not None and out.shape.is_tuple]
+    alignment = _alignment(platform, 0, None)
+    most = sum(_round_up(v.size, alignment) for v in tables)
+    kinds = "/".join(sorted({start.opcode for start in df.undecided}))
+    return (f"{len(df.undecided)} {kinds} of several operands read as XLA's native op: its text does not "
+            "tell it from an async-start wrapping the collective, which XLA prints alike (GPU compilations "
+            "since jax 0.11 wrap every collective), and no other start of the module tells; as wrappers "
+            f"they would hold a tuple table more each ({len(tables)} in all), up to {most} bytes more temp")
 
 
 def _combined_temp(heap_size: int, tuple_sizes: list[int], alignment: int) -> int:
@@ -734,6 +756,9 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         rows.append(LiveBuffer(name, v.size, v.shape.text, inst.op_name, inst.source))
     peak_name = steps[at] if at < len(steps) else (steps[-1] if steps else "")
     notes: list[str] = []
+    undecided = _undecided_note(model.dataflow, model.platform)
+    if undecided is not None:
+        notes.append(undecided)
     if model.platform == "tpu" and heap is not None:
         temp, note = _tpu_temp(heap)
         notes.append(note)

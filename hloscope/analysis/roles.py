@@ -113,12 +113,12 @@ class Roles:
         if v in self._carried:
             return "loop_state"
         side = side_of(inst.op_name)
-        op = opinfo(inst.opcode)
-        if op.collective in _GRADIENT_REDUCTIONS and (side == BACKWARD or _reduces_backward(inst)):
+        collective = _collective(inst)
+        if collective in _GRADIENT_REDUCTIONS and (side == BACKWARD or _reduces_backward(inst)):
             return "gradients"
         if side == BACKWARD and self._feeds_gradient_sink(v):
             return "gradients"
-        if op.collective is not None:
+        if collective is not None:
             return "collective_buffers"
         if side == FORWARD and self._read_backward(v):
             return "activations"
@@ -169,8 +169,7 @@ class Roles:
         found = v.buffer in df.live_out or v in self._carried
         if not found and depth < 64:
             for user, _, _ in v.uses:
-                op = opinfo(user.opcode)
-                if op.collective in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
+                if _collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
                     found = True
                 elif _keeps_gradient(user):
                     found = any(self._feeds_gradient_sink(u, depth + 1) for u in df.value_sets.get(user, {}).values()
@@ -179,6 +178,20 @@ class Roles:
                     break
         self._sink[v] = found
         return found
+
+
+def _collective(inst: Instruction) -> str | None:
+    """The collective `inst` performs: its opcode's, or for a fusion or an async start of
+    one, the one its fused computation runs (XLA's GPU collective fusions, a Triton kernel
+    around an all-reduce: `fusion-start(...), calls=%fused_all-reduce...`)."""
+    op = opinfo(inst.opcode)
+    if op.collective is not None or (op.calls_kind != "fused" and op.wrapped != "fusion"):
+        return op.collective
+    for comp in inst.called_computations[:1]:
+        for i in comp.instructions:
+            if i.info.collective is not None:
+                return i.info.collective
+    return None
 
 
 def _moves_data(inst: Instruction) -> bool:

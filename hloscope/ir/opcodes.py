@@ -233,11 +233,20 @@ def info(opcode: str) -> OpInfo:
     op = _TABLE.get(opcode)
     if op is not None:
         return op
+    sugar = _sugar(opcode)
+    if sugar is not None and sugar.wrapped not in _NOT_SUGAR_BASES:
+        return sugar
+    return OpInfo(name=opcode, canonical=opcode, known=False)
+
+
+def _sugar(opcode: str) -> OpInfo | None:
+    """The async-start/-update/-done wrapping `X` that XLA prints as `X-start`/... , if `X`
+    is an opcode of the table that is not itself asynchronous."""
     for suffix, role in _SUGAR_SUFFIXES.items():
         if opcode.endswith(suffix):
             base = opcode[: -len(suffix)]
             wrapped = _TABLE.get(base)
-            if wrapped is not None and base not in _NOT_SUGAR_BASES and not wrapped.async_role:
+            if wrapped is not None and not wrapped.async_role:
                 return OpInfo(
                     name=opcode,
                     canonical=f"async-{role}",
@@ -249,7 +258,46 @@ def info(opcode: str) -> OpInfo:
                     moves_data=wrapped.moves_data,
                     sugar=True,
                 )
-    return OpInfo(name=opcode, canonical=opcode, known=False)
+    return None
+
+
+NATIVE_OR_WRAPPED = frozenset(f"{base}-{role}" for base in ("all-gather", "all-reduce", "collective-permute")
+                              for role in ("start", "done"))
+"""Spellings that name either XLA's native asynchronous collective or an `async-start`/
+`-done` wrapping that collective: XLA prints the wrapper as sugar under the native op's
+name (and its parser reads that text back as the native op). XLA's GPU pipeline wraps every
+collective so since jax 0.11 (AsyncCollectiveCreator with `use_generic_async_start_done`);
+jax 0.10's made the native ops. Which one an instruction is decides its values: the
+wrapper's result `{1}` is the wrapped op's, an all-reduce's written in place of its operand
+by `output_to_operand_aliasing`, and a tuple result has one more tuple table, the wrapped
+op's own."""
+
+
+@functools.lru_cache(maxsize=None)
+def wrapper_info(opcode: str) -> OpInfo:
+    """For a spelling of `NATIVE_OR_WRAPPED`: the facts of the async wrapper printed under it
+    (`all-reduce-start` as an async-start wrapping an all-reduce)."""
+    sugar = _sugar(opcode)
+    if opcode not in NATIVE_OR_WRAPPED or sugar is None:
+        raise ValueError(f"{opcode} names no async wrapper of a native collective")
+    return sugar
+
+
+def start_is_wrapper(opcode: str, shape, operand_count: int) -> bool | None:
+    """Whether a start of `NATIVE_OR_WRAPPED` is the async wrapper, from its result shape:
+    the wrapper's is `((operands...), result, context...)`, element 0 the tuple of its
+    operands' shapes, even of one. The native ops' element 0 is the operand itself (one
+    operand), or the result is an array or a tuple of arrays (all-reduce-start). None where
+    the two are spelled alike: a native all-gather-start or collective-permute-start of
+    several operands holds them as a tuple at element 0 too."""
+    if not shape.is_tuple or not shape.tuple_shapes:
+        return False
+    head = shape.tuple_shapes[0]
+    if not head.is_tuple:
+        return False
+    if opcode == "all-reduce-start" or operand_count == 1:
+        return True
+    return None
 
 
 MOVING_CUSTOM_CALL_TARGETS = frozenset({"ConcatBitcast"})
