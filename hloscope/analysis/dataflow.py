@@ -29,6 +29,7 @@ from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ELEMENT_BITS
 from .callgraph import callees_first, loop_parts, scheduled_callees
+from . import tpu
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
 
@@ -754,6 +755,8 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
         return False
     if backend == "gpu" and (user.opcode in _FUSIONS or user.opcode in _GPU_IN_PLACE_COLLECTIVES):
         return True
+    if backend == "tpu" and user.opcode in tpu.IN_PLACE_COLLECTIVES:
+        return True
     facts = _SharingFacts.of(user, cache, in_place)
     if facts.pairs:
         return True
@@ -772,8 +775,10 @@ def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple
 
     GPU (xla/service/gpu/alias_info.cc, nvptx_alias_info.cc): a fusion decides by
     `gpu_fusion_may_alias`; an all-reduce (NCCL works in place) shares with its only operand,
-    or element i with operand i. CPU: no hint. TPU's compiler is not public: no hint is
-    assumed (the generic rules apply)."""
+    or element i with operand i. CPU: no hint. TPU: `tpu.may_alias` (its compiler is not
+    public; what its dumps show)."""
+    if backend == "tpu":
+        return tpu.may_alias(operand, user, user_index)
     if backend != "gpu":
         return None
     opcode = user.opcode
