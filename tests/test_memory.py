@@ -459,7 +459,7 @@ ENTRY e {
 
 # ─── TPU on the llama-style steps (issue 28) ──────────────────────────────────────────────
 # fixtures/llama.py's steps for v5e 2x4 (pure DP, FSDP, HSDP, Megatron TP; scanned and
-# unrolled layers; microbatches, remat, bf16 params, the Pallas splash kernel), compiled by
+# unrolled layers; microbatches, the Pallas splash kernel), compiled by
 # jax 0.10.2 (libtpu 0.0.42) in fixtures/, and by jax 0.12.0.1 (libtpu 0.0.50) in
 # fixtures/jax-0.12/ with the issue's other TPU steps. hloscope reads every figure of theirs
 # to the byte.
@@ -480,7 +480,7 @@ def tpu_steps():
 
 
 def test_the_tpu_steps_are_there():
-    assert [p.name for p in LLAMA] == ["tpu_llama_dp_unroll", "tpu_llama_fsdp_unroll", "tpu_llama_hsdp_unroll_l6",
+    assert [p.name for p in LLAMA] == ["tpu_llama_dp_unroll", "tpu_llama_hsdp_unroll", "tpu_llama_hsdp_unroll_l6",
                                        "tpu_llama_tp_scan_splash"]
     assert [p.name for p in NEWER_TPU] == ["tpu_hsdp_accum1", "tpu_hsdp_large_accum1", "tpu_llama_dp_scan_b1024",
                                            "tpu_llama_dp_unroll", "tpu_llama_fsdp_scan_accum2"]
@@ -606,3 +606,4 @@ def test_a_concat_bitcast_is_a_view_in_vmems_trace():
     model = build_memory_model(hloscope.parse(VIEW))
     assert model.platform == "tpu"
     assert model.trace_peaks[1] == 4096 + 4096 + 65536
+
