@@ -607,3 +607,41 @@ def test_a_concat_bitcast_is_a_view_in_vmems_trace():
     assert model.platform == "tpu"
     assert model.trace_peaks[1] == 4096 + 4096 + 65536
 
+
+OUTPUT_FUSION = """HloModule m, is_scheduled=true
+
+fused {
+  p0 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+  p1 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(1)
+  p2 = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(2)
+  d = bf16[8,128]{1,0:T(8,128)(2,1)} dot(p1, p2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c0 = f32[8,128]{1,0:T(8,128)} convert(p0)
+  c1 = f32[8,128]{1,0:T(8,128)} convert(d)
+  a = f32[8,128]{1,0:T(8,128)} add(c0, c1)
+  ROOT r = bf16[8,128]{1,0:T(8,128)(2,1)} convert(a)
+}
+
+ENTRY e {
+  x = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+  w = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(1)
+  n = bf16[8,128]{1,0:T(8,128)(2,1)} negate(x)
+  ROOT f = bf16[8,128]{1,0:T(8,128)(2,1)} fusion(n, x, w), kind=kOutput, calls=fused
+}
+"""
+
+
+def test_tpu_output_fusions_share_an_operand_read_element_by_element():
+    # XLA's generic rule lets only loop and input fusions write over an operand every fused
+    # user reads element by element; TPU's dumps show output fusions do too
+    # (`tpu.ELEMENTWISE_SHARING_KINDS`): f may take n's buffer (read through converts and an
+    # add), not x's (read by the dot).
+    from hloscope.analysis.dataflow import analyze_dataflow, can_share_operand_buffer
+
+    module = hloscope.parse(OUTPUT_FUSION)
+    df = analyze_dataflow(module)
+    f = module.entry.root
+    n, x = f.operands[0], f.operands[1]
+    out = df.value_sets[f][()]
+    assert can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, None, "tpu")
+    assert not can_share_operand_buffer(df.value_sets[x][()], out, {}, df.in_place, None, "tpu")
+    assert not can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, None, "cpu")

@@ -1,8 +1,7 @@
 """TPU's memory rules, as libtpu applies them: the one place for what TPU does apart from XLA's
 CPU and GPU buffer assignment (sizes, alignment, the order buffers are assigned in and which
 allocations they may reuse, how the HBM temp heap is packed, what `temp_size_in_bytes`
-reports), each with the evidence it was found from. `memory.py` asks `TpuRules` and never
-tests the platform for these itself.
+reports), each with the evidence it was found from; `memory.py` and `dataflow.py` ask it.
 
 Found from libtpu 0.0.42.1 (jax 0.10.2) and 0.0.50.1 (jax 0.12.0.1) compilations for v5e:
 their buffer-assignment dumps, the heap trace of their `*.hlo.pb` dumps (XLA's
@@ -42,8 +41,8 @@ SYNC_FLAG_SPACE = 2
 TUPLE_TABLE_ENTRY_BYTES = 4
 TUPLE_TABLE_GRANULE = 512
 """A tuple's pointer table: 4 bytes an element, in whole 512-byte granules. Every dump's
-tables of 1 to 104 elements take 512 bytes, those of 139 and 171 elements 1024 (a scanned
-step's loop state)."""
+tables of 1 to 104 elements take 512 bytes, those of 139, 171 (a scanned step's loop state)
+and 173 elements (a step's 173 outputs) 1024."""
 
 FALLBACK_MARGIN = 5 << 29
 """libtpu assigns buffers with FAST_MERGE_WITH_FALLBACK (both versions' flags): when the
@@ -73,7 +72,8 @@ at the offset of its first operand's buffer; the VMEM heap trace has no event fo
 
 
 def is_view(inst) -> bool:
-    return inst.opcode == "custom-call" and inst.attributes.get("custom_call_target", "").strip('"') in VIEW_CUSTOM_CALLS
+    target = inst.attributes.get("custom_call_target", "") if inst.opcode == "custom-call" else ""
+    return target.strip('"') in VIEW_CUSTOM_CALLS
 
 
 def vmem_trace_peak(values, live, dataflow) -> int:
@@ -137,6 +137,13 @@ def must_not_live_out(value) -> bool:
                if i.info.collective not in (None, "all-reduce")}
     return bool(written) and value.shape.text in written
 
+
+ELEMENTWISE_SHARING_KINDS = ("kLoop", "kInput", "kOutput")
+"""Fusion kinds whose output may be written over an operand every fused user reads element by
+element: XLA's generic rule allows loop and input fusions; TPU's dumps show output fusions too
+(`convolution_add_fusion.1 = fusion(fusion.483, ...), kind=kOutput`, whose ROOT converts the
+sum of its converted parameter 0 and a convolution, takes fusion.483's offset as that dies, as
+do the 3 more such fusions of a pure-DP step at batch 512)."""
 
 IN_PLACE_COLLECTIVES = ("all-reduce",)
 """Collectives whose result element i may take operand i's buffer (`may_alias`)."""
@@ -256,8 +263,9 @@ def reported_temp(allocation: int, peak_buffers: int, has_arrays: bool, rules: T
     buffers' bytes, and reports `size + (size - sum_buffer_sizes)`: the allocation plus its
     fragmentation once more. Exact on every dump of both versions. An allocation of tuple
     tables only is no HLO buffer for libtpu 0.0.42 (it makes each table a global): 0; libtpu
-    0.0.50 places it like any other (`AllocateHloBuffer hbm ... sum_buffer_sizes: 66048`
-    for 129 tables, temp 4161024 where 0.0.42 reports 0)."""
+    0.0.50 places it like any other (`AllocateHloBuffer hbm ... size: 2113536 ...
+    sum_buffer_sizes: 66048` for 124 tables and 5 scalars: temp 4161024 where 0.0.42 reports
+    0 for the step's tables alone)."""
     size = -(-allocation // HBM_PROGRAM_ALIGNMENT) * HBM_PROGRAM_ALIGNMENT
     if not has_arrays and not rules.fast_merge_assignment:
         return 0, (f"TPU: temp 0 as libtpu 0.0.42 reports it: the HBM temp allocation ({allocation} bytes) "
