@@ -36,6 +36,7 @@ PAIRS = [
     ("tpu_hsdp_large_accum1", "tpu_hsdp_large_accum2"),  # the real-scale TPU v5e step
     ("tpu_hsdp_accum1", "tpu_hsdp_accum2"),   # TPU: both temps 0, as libtpu says
     ("gpu_hsdp_large_accum1", "jax-0.12/gpu_hsdp_large_accum1"),  # jax 0.10.2 vs 0.12.0.1, H100
+    ("tpu_hsdp_large_accum1", "jax-0.12/tpu_hsdp_large_accum1"),  # one TPU step, jax 0.10.2 vs 0.12.0.1
 ]
 # hloscope's TPU temp follows libtpu's rule (twice the HBM temp allocation less its peak
 # buffers: tests/test_memory.py), within 1% at real scale, not to the byte.
@@ -347,3 +348,82 @@ def test_an_op_without_metadata_that_computes_is_no_move():
     computed = _roles_of(_MOVED.replace("MOVE", "d = f32[1024] sine(f)"))
     assert computed["d"] == "unknown"
     assert computed["f"] == "temporaries"
+
+
+_DUMPED = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = .*? ([a-z][a-z0-9\-]*)\(([^)]*)\)", re.MULTILINE)
+
+
+def _xla_peak_values(name: str) -> tuple[dict, list[dict]]:
+    """From a fixture's dump files alone: each instruction's (opcode, operand names), and the
+    arrays of XLA's HBM temp allocation live at the step where the most of its bytes are."""
+    from .xla_reference import parse_buffer_assignment_dump, parse_live_range_dump
+
+    path = FIXTURES / name
+    text = read_dump(path / "after_optimizations.txt.gz")
+    # The dump writes an async slice as an async-start of a computation whose ROOT is a slice.
+    slicing = set(re.findall(r"^%([\w.\-]+) .*\{\n(?:.*\n)*?\s*ROOT %[\w.\-]+ = \S+ slice\(", text, re.MULTILINE))
+    ops = {}
+    for m in _DUMPED.finditer(text):
+        op, rest = m.group(2), text[m.end():text.find("\n", m.end())]
+        if op == "custom-call" and 'custom_call_target="ConcatBitcast"' in rest:
+            op = "ConcatBitcast"
+        elif op == "async-start" and (c := re.search(r"calls=%([\w.\-]+)", rest)) and c.group(1) in slicing:
+            op = "slice-start"
+        operands = [o.strip().lstrip("%").split("#")[0] for o in m.group(3).split(",") if o.strip().startswith("%")]
+        if op == "async-done" and operands and ops.get(operands[0], ("",))[0] == "slice-start":
+            op = "slice-done"
+        ops[m.group(1)] = (op, operands)
+    (temp,) = [a for a in parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
+               if a["kinds"].removeprefix("page 0, ") == "preallocated-temp"]
+    _, ranges = parse_live_range_dump(read_dump(path / "live-range.txt.gz"))
+    arrays = [v for v in temp["values"] if not v["shape"].startswith("(")]
+    delta: dict[int, int] = {}
+    for v in arrays:
+        start, end = ranges[(v["name"], v["index"])]
+        delta[start] = delta.get(start, 0) + v["size"]
+        delta[end + 1] = delta.get(end + 1, 0) - v["size"]
+    live = best = at = 0
+    for t in sorted(delta):
+        live += delta[t]
+        if live > best:
+            best, at = live, t
+    return ops, [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]
+
+
+_MOVES = ("copy", "copy-start", "copy-done", "bitcast", "get-tuple-element", "slice-start", "slice-done",
+          "ConcatBitcast")
+"""Instructions that only move their operand's bytes (TPU slices a parameter into VMEM and
+puts it back together with a ConcatBitcast, a view)."""
+
+
+def _copies_a_parameter(ops: dict, name: str, depth: int = 0) -> bool:
+    """Whether an instruction only moves an entry parameter (`_MOVES`)."""
+    op, operands = ops.get(name, ("?", []))
+    if op == "parameter":
+        return depth > 0
+    return op in _MOVES and depth < 8 and any(_copies_a_parameter(ops, o, depth + 1) for o in operands)
+
+
+def test_the_newer_jax_keeps_parameter_copies_in_tpu_temp(diffs):
+    # The issue's upgrade: one TPU v5e step, jax 0.10.2 then 0.12.0.1, XLA's temp 28% up
+    # (545 -> 698 MB). libtpu 0.0.50 assigns buffers without reusing a donated argument's
+    # allocation, so the parameters' copies it makes for the step live in the temp heap.
+    # XLA's own dumps, at each side's peak: the bytes of parameter copies are the diff's (26
+    # and 160 MiB), the two largest buffers it names among them.
+    a, b = "tpu_hsdp_large_accum1", "jax-0.12/tpu_hsdp_large_accum1"
+    d = diffs[(a, b)]
+    assert d.delta_temp_bytes == _xla_temp(b) - _xla_temp(a)
+    lead = d.causes[0]
+    assert lead.role == "parameters" and lead.bytes > 0.8 * d.delta_temp_bytes
+    assert "parameters" in d.summary and "more temp memory" in d.summary
+    held = {}
+    for side in (a, b):
+        ops, values = _xla_peak_values(side)
+        held[side] = (ops, {(v["name"], v["index"]) for v in values},
+                      sum(v["size"] for v in values if _copies_a_parameter(ops, v["name"])))
+    assert (lead.a_bytes, lead.b_bytes) == (held[a][2], held[b][2])
+    ops_b, peak_b, _ = held[b]
+    for row in lead.instructions["b"][:2]:
+        name, _, index = row["instruction"].partition("{")
+        assert (name, "{" + index if index else "{}") in peak_b
+        assert _copies_a_parameter(ops_b, name)

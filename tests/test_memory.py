@@ -35,7 +35,8 @@ def module_text(path):
 def default_temp_allocation(path) -> dict:
     """The dump's `preallocated-temp` allocation of the default colour (memory space 0)."""
     allocations = parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
-    (found,) = [a for a in allocations if a["kinds"] == "preallocated-temp"]
+    # jax 0.12's XLA writes `page 0, preallocated-temp`.
+    (found,) = [a for a in allocations if a["kinds"].removeprefix("page 0, ") == "preallocated-temp"]
     return found
 
 
@@ -85,12 +86,13 @@ def test_tpu_temp_is_zero_when_hbm_temp_holds_only_tuple_tables(path, results):
 
 @pytest.mark.parametrize("path", TPU, ids=lambda p: p.name)
 def test_tpu_peak_of_small_steps(path, results):
-    # Their peak is VMEM's (S(1)) heap: the most bytes live there, by the HLO live ranges,
-    # where XLA replays the heap trace memory-space assignment recorded for its preset VMEM
-    # allocation, which the text does not give. Measured: equal, +2.7%, -3.9%.
+    # Their peak is VMEM's (S(1)): XLA replays the heap trace memory-space assignment records
+    # for it, a value at a time over its own live range (`tpu.vmem_trace_peak`), not the
+    # heap's buffers (hloscope's figure was 2.7% above and 3.9% below on two of these).
     ours, xla = results[path.name]
-    assert ours.peak_bytes == pytest.approx(xla["peak_memory_in_bytes"], rel=0.04)
-    assert ours.peak_bytes - ours.static_bytes == max(h.max_live for h in _model(path).heaps.values())
+    model = _model(path)
+    assert ours.peak_bytes == xla["peak_memory_in_bytes"]
+    assert ours.peak_bytes - ours.static_bytes == model.trace_peaks[1] > model.heaps[0].max_live
 
 
 def _model(path):
@@ -107,12 +109,11 @@ def test_cpu_peak_is_xlas_static_part(path, results):
 
 @pytest.mark.parametrize("path", [p for p in ALL if p.name.startswith("gpu_")] + LARGE_TPU, ids=lambda p: p.name)
 def test_peak_is_xlas_peak_memory(path, results):
-    # Static part plus the most heap bytes live at once (no packing): GPU to the byte (tuple
-    # tables, outside the heap, have no part in it), TPU real scale measured +0.54% and +0.001%.
+    # Static part plus the most heap bytes live at once (no packing), to the byte: on GPU
+    # (tuple tables, outside the heap, have no part in it) and TPU (whose VMEM counts as its
+    # heap trace does, `tpu.vmem_trace_peak`; it was +0.54% before).
     ours, xla = results[path.name]
-    if path.name.startswith("gpu_"):
-        assert ours.peak_bytes == xla["peak_memory_in_bytes"]
-    assert ours.peak_bytes == pytest.approx(xla["peak_memory_in_bytes"], rel=0.01)
+    assert ours.peak_bytes == xla["peak_memory_in_bytes"]
     assert ours.peak_bytes == ours.static_bytes + ours.temp_max_live_bytes or path.name.startswith("tpu_")
 
 
@@ -149,16 +150,16 @@ def test_real_scale_tpu_temp_is_libtpus_rule(path, results):
     # trace's peak set, and one value per tuple table, each an allocation of its own).
     ours, xla = results[path.name]
     dumped = default_temp_allocation(path)
-    heap = _model(path).heaps[0]
-    tables = {}
-    for v in heap.offsets:
-        if v.shape.is_tuple:
-            tables[v.buffer] = max(tables.get(v.buffer, 0), v.size)
+    model = _model(path)
+    heap = model.heaps[0]
+    # Each table an allocation of its own, beside the heap, as many as the dump's.
     dumped_tables = {v["offset"] for v in dumped["values"] if v["shape"].startswith("(")}
-    assert sum(tables.values()) == 512 * len(dumped_tables)
-    # hloscope's own, from its packing and its replay of the trace.
-    assert ours.temp_bytes == pytest.approx(xla["temp_size_in_bytes"], rel=0.01)
-    assert heap.size == pytest.approx(dumped["size"], rel=0.01)
+    assert sum(model.tables[0]) == 512 * len(dumped_tables)
+    assert not any(v.shape.is_tuple for v in heap.offsets)
+    # hloscope's own, from its packing and its replay of the trace: to the byte (it was 0.77%
+    # above on the first, before the FastMerge heap and TPU's must-not-live-out rule).
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
+    assert heap.size == dumped["size"]
     assert any("fragmentation" in n for n in ours.notes)
     assert ours.to_dict()["notes"] == list(ours.notes)
 
@@ -457,12 +458,206 @@ ENTRY e {
 """
 
 
+# ─── TPU on the llama-style steps (issue 28) ──────────────────────────────────────────────
+# fixtures/llama.py's steps for v5e 2x4 (pure DP, FSDP, HSDP, Megatron TP; scanned and
+# unrolled layers; microbatches, the Pallas splash kernel), compiled by
+# jax 0.10.2 (libtpu 0.0.42) in fixtures/, and by jax 0.12.0.1 (libtpu 0.0.50) in
+# fixtures/jax-0.12/ with the issue's other TPU steps. hloscope reads every figure of theirs
+# to the byte.
+NEWER = FIXTURES / "jax-0.12"
+LLAMA = sorted(p.parent for p in FIXTURES.glob("tpu_llama_*/module.hlo.txt.gz"))
+NEWER_TPU = sorted(p.parent for p in NEWER.glob("tpu_*/module.hlo.txt.gz"))
+TPU_STEPS = LLAMA + NEWER_TPU
+FALLBACK = NEWER / "tpu_llama_dp_scan_b1024"
+
+
+def _step_id(path) -> str:
+    return f"{path.parent.name}/{path.name}" if path.parent == NEWER else path.name
+
+
+@pytest.fixture(scope="module")
+def tpu_steps():
+    return {p: (hloscope.load(p / "module.hlo.txt.gz").memory(), xla_memory(p)) for p in TPU_STEPS}
+
+
+def test_the_tpu_steps_are_there():
+    assert [p.name for p in LLAMA] == ["tpu_llama_dp_unroll", "tpu_llama_hsdp_unroll", "tpu_llama_hsdp_unroll_l6",
+                                       "tpu_llama_tp_scan_splash"]
+    assert [p.name for p in NEWER_TPU] == ["tpu_hsdp_accum1", "tpu_hsdp_large_accum1", "tpu_llama_dp_scan_b1024",
+                                           "tpu_llama_dp_unroll", "tpu_llama_fsdp_scan_accum2"]
+
+
+@pytest.mark.parametrize("path", TPU_STEPS, ids=_step_id)
+def test_tpu_steps_figures_are_xlas(path, tpu_steps):
+    ours, xla = tpu_steps[path]
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
+    assert ours.peak_bytes == xla["peak_memory_in_bytes"]
+    assert ours.argument_bytes == xla["argument_size_in_bytes"]
+    assert ours.output_bytes == xla["output_size_in_bytes"]
+    assert ours.alias_bytes == xla["alias_size_in_bytes"]
+
+
+@pytest.mark.parametrize("path", TPU_STEPS, ids=_step_id)
+def test_which_libtpu_is_read_from_the_text(path, tpu_steps):
+    # Its buffer assignment differs (`tpu.TpuRules`); the text says which made it.
+    ours, _ = tpu_steps[path]
+    newer = json.loads((path / "meta.json").read_text())["libtpu_version"] != "0.0.42.1"
+    assert newer == (path.parent == NEWER)
+    model = build_memory_model(hloscope.load(path / "module.hlo.txt.gz"))
+    assert model.tpu_rules.fast_merge_assignment == newer
+    assert any(f"libtpu {'0.0.50' if newer else '0.0.42'}" in n for n in ours.notes)
+
+
+@pytest.mark.parametrize("path", [p for p in TPU_STEPS if p != FALLBACK], ids=_step_id)
+def test_the_hbm_heap_is_xlas_fast_merge(path):
+    # libtpu packs the HBM temp buffers with XLA's FastMerge heap, and places the tuple
+    # tables (an allocation each) around the heap: each array's offset in the dump, less the
+    # heap's first, is hloscope's. A best-fit of the same buffers in the same order misses.
+    model = build_memory_model(hloscope.load(path / "module.hlo.txt.gz"))
+    heap = model.heaps[0]
+    offsets = {(v.instruction.name, "{" + ",".join(map(str, v.index)) + "}"): o for v, o in heap.offsets.items()}
+    dumped = default_temp_allocation(path)
+    arrays = [v for v in dumped["values"] if not v["shape"].startswith("(")]
+    base = min(v["offset"] for v in arrays)
+    placed = {(v["name"], v["index"]): v["offset"] - base for v in arrays if (v["name"], v["index"]) in offsets}
+    assert len(placed) >= 0.9 * len(arrays)
+    assert {k: offsets[k] for k in placed} == placed
+    # The allocation is the heap and the tables, each table 16 KiB-aligned: XLA's to within
+    # the one table that ends it (its size, not rounded up, is the last table's).
+    assert heap.size == pytest.approx(dumped["size"], abs=512)
+
+
+@pytest.mark.parametrize("path", TPU_STEPS, ids=_step_id)
+def test_tpu_temp_values_are_xlas(path):
+    # The arrays in the HBM temp heap, as XLA's assignment leaves them there: libtpu 0.0.50
+    # reuses no output's or donated argument's allocation but an operand's (FAST_MERGE), and
+    # neither version puts a collective's result (an all-gather's) into one that lives out.
+    # As many values of the same sizes (the text and the dump name some values apart).
+    model = build_memory_model(hloscope.load(path / "module.hlo.txt.gz"))
+    ours = sorted(v.size for v in model.heaps[0].offsets)
+    theirs = sorted(v["size"] for v in default_temp_allocation(path)["values"] if not v["shape"].startswith("("))
+    assert ours == theirs
+
+
+def test_tuple_tables_take_4_bytes_an_element():
+    # A step returning 173 arrays: its output tuple's pointer table takes 1024 bytes (the
+    # issue's `output_bytes` 512 B short), a table of up to 128 elements 512.
+    from hloscope.analysis import tpu
+
+    path = FIXTURES / "tpu_llama_hsdp_unroll_l6"
+    module = hloscope.load(path / "module.hlo.txt.gz")
+    root = module.entry.root
+    assert len(root.shape.tuple_shapes) == 173 and tpu.byte_size(root.shape) == 1024
+    dumped = {v["name"]: v["size"] for a in parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
+              for v in a["values"] if v["index"] == "{}" and v["shape"].startswith("(")}
+    assert dumped[root.name] == 1024
+    assert xla_memory(path)["output_size_in_bytes"] == module.memory().output_bytes
+
+
+def test_past_the_v5e_limit_libtpu_falls_back_to_xlas_default():
+    # Batch 1024: the fast assignment's HBM allocations (16.16 GB, as libtpu's log says) pass
+    # 15.75 GiB - 2.5 GiB; libtpu assigns again largest first and packs best-fit. The fast
+    # figures would be 0.2% off; the note says what the text does not: which chip.
+    ours = hloscope.load(FALLBACK / "module.hlo.txt.gz").memory()
+    xla = xla_memory(FALLBACK)
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
+    (note,) = [n for n in ours.notes if "assigns again" in n]
+    assert "does not name the chip" in note
+    fast = int(note.split("its HBM temp allocation ")[1].split(" bytes")[0])
+    assert abs(fast - default_temp_allocation(FALLBACK)["size"]) > 16384
+
+
+def test_libtpu_0_0_50_reports_an_allocation_of_tuple_tables():
+    # jax 0.12's libtpu places it as any other (`AllocateHloBuffer hbm ... size: 2113536
+    # (original size: 2097664) sum_buffer_sizes: 66048`): twice its 16 KiB-aligned size less
+    # the tables; 0.0.42 reported 0 for the same step (tpu_hsdp_accum1 in fixtures/).
+    path = NEWER / "tpu_hsdp_accum1"
+    ours = hloscope.load(path / "module.hlo.txt.gz").memory()
+    assert ours.temp_bytes == xla_memory(path)["temp_size_in_bytes"] == 2 * 2113536 - 66048
+    assert xla_memory(FIXTURES / "tpu_hsdp_accum1")["temp_size_in_bytes"] == 0
+
+
+def test_tpu_peak_is_vmems_trace_where_it_dominates():
+    # Pure DP, unrolled: the peak is VMEM's. Its heap trace has no event for a ConcatBitcast
+    # (a view of its operands' buffers, which live as long as it does) and counts an in-place
+    # update apart from the value it updates: 33.6 MB above the packed VMEM heap's most.
+    path = FIXTURES / "tpu_llama_dp_unroll"
+    model = build_memory_model(hloscope.load(path / "module.hlo.txt.gz"))
+    assert model.peak_bytes == xla_memory(path)["peak_memory_in_bytes"]
+    assert model.peak_bytes - model.static_bytes == model.trace_peaks[1] > model.heaps[1].max_live + 30_000_000
+
+
+VIEW = """HloModule m, is_scheduled=true
+
+ENTRY e {
+  p = f32[8,128]{1,0:T(8,128)} parameter(0)
+  a = f32[8,128]{1,0:T(8,128)S(1)} copy(p)
+  b = f32[8,128]{1,0:T(8,128)S(1)} copy(p)
+  v = f32[16,128]{1,0:T(8,128)S(1)} custom-call(a, b), custom_call_target="ConcatBitcast"
+  t = f32[128,16]{1,0:T(8,128)S(1)} transpose(v), dimensions={1,0}
+  ROOT r = f32[128,16]{1,0:T(8,128)} copy(t)
+}
+"""
+
+
+def test_a_concat_bitcast_is_a_view_in_vmems_trace():
+    # Steps 0:p 1:a 2:b 3:v 4:t 5:r. v has no bytes of its own: a and b (4 KiB each) live as
+    # long as it does, to 4, where t (16 x 128 f32 in (8,128) tiles: 64 KiB) begins: 72 KiB.
+    # Counted as a buffer of its own v would add 8 KiB at step 4 (and a, b end at 3).
+    model = build_memory_model(hloscope.parse(VIEW))
+    assert model.platform == "tpu"
+    assert model.trace_peaks[1] == 4096 + 4096 + 65536
+
+
+OUTPUT_FUSION = """HloModule m, is_scheduled=true
+
+fused {
+  p0 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+  p1 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(1)
+  p2 = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(2)
+  d = bf16[8,128]{1,0:T(8,128)(2,1)} dot(p1, p2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c0 = f32[8,128]{1,0:T(8,128)} convert(p0)
+  c1 = f32[8,128]{1,0:T(8,128)} convert(d)
+  a = f32[8,128]{1,0:T(8,128)} add(c0, c1)
+  ROOT r = bf16[8,128]{1,0:T(8,128)(2,1)} convert(a)
+}
+
+ENTRY e {
+  x = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+  w = bf16[128,128]{1,0:T(8,128)(2,1)} parameter(1)
+  n = bf16[8,128]{1,0:T(8,128)(2,1)} negate(x)
+  ROOT f = bf16[8,128]{1,0:T(8,128)(2,1)} fusion(n, x, w), kind=kOutput, calls=fused
+}
+"""
+
+
+def test_tpu_output_fusions_share_an_operand_read_element_by_element():
+    # XLA's generic rule lets only loop and input fusions write over an operand every fused
+    # user reads element by element; TPU's dumps show output fusions do too
+    # (`tpu.ELEMENTWISE_SHARING_KINDS`): f may take n's buffer (read through converts and an
+    # add), not x's (read by the dot).
+    from hloscope.analysis.dataflow import analyze_dataflow, can_share_operand_buffer
+
+    module = hloscope.parse(OUTPUT_FUSION)
+    df = analyze_dataflow(module)
+    f = module.entry.root
+    n, x = f.operands[0], f.operands[1]
+    out = df.value_sets[f][()]
+    assert can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, None, "tpu")
+    assert not can_share_operand_buffer(df.value_sets[x][()], out, {}, df.in_place, None, "tpu")
+    assert not can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, None, "cpu")
+
+
+
 # ─── The newest jax (0.12.0.1): fixtures/jax-0.12/, made by fixtures/generate.py ─────────
 # Its GPU compilations wrap every collective in an async-start (XLA's AsyncCollectiveCreator
 # with `use_generic_async_start_done`), which as_text() prints under the native op's name:
 # `((f32[65537]), f32[65537]) all-reduce-start(...), output_to_operand_aliasing={{1}: (0, {})}`.
 
-NEWEST = sorted(p.parent for p in (FIXTURES / "jax-0.12").glob("*/module.hlo.txt*"))
+NEWEST = sorted(p.parent for p in (FIXTURES / "jax-0.12").glob("*/module.hlo.txt*")
+                if not p.parent.name.startswith("tpu_"))
+"""The CPU and GPU steps of the newest jax (its TPU steps are checked with the other TPU
+structures above)."""
 
 
 def _rel(path) -> str:

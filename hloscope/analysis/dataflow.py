@@ -28,6 +28,7 @@ from ..executor import Executor
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ELEMENT_BITS
+from . import tpu
 from .callgraph import callees_first, loop_parts, scheduled_callees, scheduled_instructions
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
@@ -768,7 +769,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     if not user.info.shares_operand_buffer or operand.opcode == "constant":
         return False
     shapes_equal = operand_value.shape == user_value.shape
-    user_facts = _SharingFacts.of(user, cache, in_place)
+    user_facts = _SharingFacts.of(user, cache, in_place, backend)
     k = user_facts.operand_number.get(operand)
     if k is None:
         return False
@@ -802,7 +803,9 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
         return False
     if backend == "gpu" and (user.opcode in _FUSIONS or user.opcode in _GPU_IN_PLACE_COLLECTIVES):
         return True
-    facts = _SharingFacts.of(user, cache, in_place)
+    if backend == "tpu" and user.opcode in tpu.IN_PLACE_COLLECTIVES:
+        return True
+    facts = _SharingFacts.of(user, cache, in_place, backend)
     if facts.pairs:
         return True
     if user.opcode in _FUSIONS:
@@ -822,8 +825,10 @@ def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple
 
     GPU (xla/service/gpu/alias_info.cc, nvptx_alias_info.cc): a fusion decides by
     `gpu_fusion_may_alias`; an all-reduce (NCCL works in place) shares with its only operand,
-    or element i with operand i. CPU: no hint. TPU's compiler is not public: no hint is
-    assumed (the generic rules apply)."""
+    or element i with operand i. CPU: no hint. TPU: `tpu.may_alias` (its compiler is not
+    public; what its dumps show)."""
+    if backend == "tpu":
+        return tpu.may_alias(operand, user, user_index)
     if backend != "gpu":
         return None
     opcode = user.opcode
@@ -943,9 +948,19 @@ def gpu_fusion_may_alias(operand: Instruction, fusion: Instruction, user_index: 
     return found
 
 
-def _is_loop_or_input_fusion(inst: Instruction) -> bool:
+_ELEMENTWISE_SHARING_KINDS = ("kLoop", "kInput")
+"""Fusion kinds whose output XLA may write over an operand read element by element
+(CanShareOperandBufferWithUser); a backend may allow more (`tpu.ELEMENTWISE_SHARING_KINDS`)."""
+
+
+_ANY_ELEMENTWISE_SHARING_KINDS = frozenset(_ELEMENTWISE_SHARING_KINDS) | frozenset(tpu.ELEMENTWISE_SHARING_KINDS)
+"""What the child works facts out for (`_send_fused_facts`), whichever the backend."""
+
+
+def _shares_elementwise_operands(inst: Instruction, backend: str = "cpu") -> bool:
     """A fusion whose output XLA may write over an operand read element by element."""
-    return inst.opcode in _FUSIONS and inst.attributes.uncached("kind") in ("kLoop", "kInput")
+    kinds = tpu.ELEMENTWISE_SHARING_KINDS if backend == "tpu" else _ELEMENTWISE_SHARING_KINDS
+    return inst.opcode in _FUSIONS and inst.attributes.uncached("kind") in kinds
 
 
 class _SharingFacts:
@@ -953,7 +968,8 @@ class _SharingFacts:
 
     __slots__ = ("elementwise_parameters", "fused", "operand_number", "pairs")
 
-    def __init__(self, user: Instruction, pairs: list[tuple[tuple, int, tuple]] | None = None):
+    def __init__(self, user: Instruction, pairs: list[tuple[tuple, int, tuple]] | None = None,
+                 backend: str = "cpu"):
         # The first operand number of each operand (as `list.index`).
         first: dict[Instruction, int] = {}
         for n, o in enumerate(user.operands):
@@ -962,19 +978,20 @@ class _SharingFacts:
         self.operand_number = first
         self.pairs = in_place_pairs(user) if pairs is None else pairs
         self.fused: Computation | None = None
-        """A loop or input fusion's computation."""
+        """A loop or input fusion's computation (TPU: an output fusion's too)."""
         self.elementwise_parameters: frozenset[int] | None = None
         """Worked out on the first question about an operand (`_elementwise_parameters`)."""
-        if _is_loop_or_input_fusion(user):
+        if _shares_elementwise_operands(user, backend):
             called = user.called_computations
             if called:
                 self.fused = called[0]
 
     @classmethod
-    def of(cls, user: Instruction, cache: dict | None, in_place: dict | None = None) -> _SharingFacts:
+    def of(cls, user: Instruction, cache: dict | None, in_place: dict | None = None,
+           backend: str = "cpu") -> _SharingFacts:
         facts = cache.get(user) if cache is not None else None
         if facts is None:
-            facts = cls(user, in_place.get(user) if in_place is not None else None)
+            facts = cls(user, in_place.get(user) if in_place is not None else None, backend)
             if cache is not None:
                 cache[user] = facts
         return facts
@@ -1071,14 +1088,15 @@ _PENDING = object()
 
 def _send_fused_facts(send, fusions: list[Instruction]) -> None:
     """In the child: the in-place pairs of every fusion; the names of the computations each
-    calls; then the elementwise parameters of the computation of every loop or input fusion
-    that may share an operand's buffer (one of its operands is shaped as one of its
-    outputs). By the fusion's place in `fusions`."""
+    calls; then the elementwise parameters of the computation of every fusion of a kind that
+    may share an operand's buffer (`_ANY_ELEMENTWISE_SHARING_KINDS`) and of an operand shaped
+    as one of its outputs. By the fusion's place in `fusions`."""
     send({i: tuple(pairs) for i, inst in enumerate(fusions) if (pairs := _fusion_in_place_operands(inst))})
     send([inst.called_computation_names for inst in fusions])
     elementwise = {}
     for i, inst in enumerate(fusions):
-        if not _is_loop_or_input_fusion(inst) or not inst.called_computations:
+        kind = inst.attributes.uncached("kind") if inst.opcode in _FUSIONS else None
+        if kind not in _ANY_ELEMENTWISE_SHARING_KINDS or not inst.called_computations:
             continue
         outputs = {sub for _, sub in inst.shape.subshapes()}
         if any(o.shape in outputs for o in inst.operands):

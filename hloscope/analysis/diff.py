@@ -60,7 +60,9 @@ class Side:
 @dataclass(frozen=True)
 class Cause:
     kind: str
-    """`role` (bytes of one role live at the peak) or `packing` (what best-fit packing adds)."""
+    """`role` (bytes of one role live at the peak), `packing` (what packing adds to them in
+    the temp allocation) or `backend` (what the backend's report adds to the allocation:
+    TPU's libtpu counts its fragmentation once more)."""
     role: str | None
     bytes: int
     """B minus A."""
@@ -165,16 +167,32 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
             instructions={"a": tuple(_row(r, pairs.get(("a", r.instruction))) for r in rows_a[:top]),
                           "b": tuple(_row(r, pairs.get(("b", r.instruction))) for r in rows_b[:top])},
         ))
-    pa = a.memory.temp_bytes - a.memory.temp_max_live_bytes
-    pb = b.memory.temp_bytes - b.memory.temp_max_live_bytes
+    # The packing: the temp allocation beyond the bytes live at the peak. TPU's reported temp
+    # adds to its allocation what libtpu adds (`tpu.reported_temp`): a cause of its own.
+    pa = a.memory.temp_allocation_bytes - a.memory.temp_max_live_bytes
+    pb = b.memory.temp_allocation_bytes - b.memory.temp_max_live_bytes
     if pa != pb:
+        packing = "packing" if "tpu" in (a.memory.platform, b.memory.platform) else "best-fit packing"
         causes.append(Cause(kind="packing", role=None, bytes=pb - pa, a_bytes=pa, b_bytes=pb,
-                            description="best-fit packing leaves more room around the live buffers (tuple "
-                            "tables included)" if pb > pa else "best-fit packing leaves less room around the live "
+                            description=f"{packing} leaves {'more' if pb > pa else 'less'} room around the live "
                             "buffers (tuple tables included)"))
+    ba = a.memory.temp_bytes - a.memory.temp_allocation_bytes
+    bb = b.memory.temp_bytes - b.memory.temp_allocation_bytes
+    if ba != bb:
+        causes.append(Cause(kind="backend", role=None, bytes=bb - ba, a_bytes=ba, b_bytes=bb,
+                            description=_backend_words(a.memory, b.memory, bb > ba)))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
     result = DiffResult(a, b, "", tuple(causes), names)
     return DiffResult(a, b, _summary(result), tuple(causes), names)
+
+
+def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool) -> str:
+    """What libtpu adds to the HBM temp allocation when it reports temp: the allocation's
+    fragmentation once more (its allocation less its peak buffers)."""
+    who = "B" if more else "A"
+    return (f"libtpu's report counts more of the HBM temp allocation's fragmentation in {who} (temp = "
+            f"allocation + allocation − its peak buffers; allocations {_human(a.temp_allocation_bytes)} "
+            f"and {_human(b.temp_allocation_bytes)})")
 
 
 def _row(r, matched: str | None) -> dict[str, Any]:
@@ -220,6 +238,8 @@ def _summary(d: DiffResult) -> str:
         return head + "."
     if lead.kind == "packing":
         return f"{head}: mostly packing: {lead.description} ({_human(lead.bytes)})."
+    if lead.kind == "backend":
+        return f"{head}: mostly the backend's report: {lead.description} ({_human(lead.bytes)})."
     keeper, other = (name_b, name_a) if delta > 0 else (name_a, name_b)
     kept, other_kept = (lead.b_bytes, lead.a_bytes) if delta > 0 else (lead.a_bytes, lead.b_bytes)
     rows = [r for r in (d.b if delta > 0 else d.a).roles.buffers if r.where == "temp" and r.role == lead.role]

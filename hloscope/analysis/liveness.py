@@ -17,10 +17,11 @@ Live ranges are inclusive `[start, end]` step intervals.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import operator
-from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right, insort
+from dataclasses import dataclass, field
 from itertools import compress, islice
 from operator import lt
 
@@ -97,6 +98,9 @@ class LiveRanges:
     schedule: Schedule
     ranges: dict[Value, tuple[int, int]]
     """Inclusive `[start, end]` of every value the schedule reaches."""
+    own_end: dict[Value, int] = field(default_factory=dict)
+    """Where NormalizeAliasedBuffers moved a value's end (values of one buffer hand over to
+    each other): the end its own uses and positions give it."""
 
 
 def _chain_done(start: Instruction) -> Instruction | None:
@@ -243,6 +247,7 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
         ranges[v] = (start, end)
 
     # NormalizeAliasedBuffers: values of one buffer hand over to each other.
+    own_end: dict[Value, int] = {}
     for vs in dataflow.buffers:
         if len(vs) < 2:
             continue
@@ -254,8 +259,10 @@ def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveR
             live[i + 1] = (s2, new2, id2, v2)
             live[i] = (s1, min(e1, s2), live[i][2], v1)
         for s, e, _, v in live:
+            if e != ranges[v][1]:
+                own_end[v] = ranges[v][1]
             ranges[v] = (s, e)
-    return LiveRanges(sched, ranges)
+    return LiveRanges(sched, ranges, own_end)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,46 +286,38 @@ class Heap:
     peak_buffers_bytes: int = 0
     """(Replayed on request: `simulate_heap`'s `peak_buffers`, else 0.) The bytes of XLA's
     `PeakMemoryLogicalBuffers()` of the heap's allocation, as its
-    ComputePeakMemoryLogicalBuffers replays the heap trace: values kept for the whole
-    schedule (`packed_whole_program`, TPU's tuple tables: allocations of their own) are
-    not in the trace. A shared buffer counts while its first value lives (or once more
-    when shared after that value's FREE), not while any of its values lives, so it can
-    be less than `max_live`."""
+    ComputePeakMemoryLogicalBuffers replays the heap trace. A shared buffer counts while its
+    first value lives (or once more when shared after that value's FREE), not while any of
+    its values lives, so it can be less than `max_live`."""
 
 
 class _Trace:
     """XLA's ComputePeakMemoryLogicalBuffers: the heap trace's events (ALLOC, SHARE_WITH, FREE)
     replayed for the most bytes they hold at once. A value shared into another's slot adds
     its bytes only when that slot has no value outstanding, so a buffer whose first value is
-    freed before the rest counts once more, and one whose values overlap counts once.
-    Values packed for the whole program (`simulate_heap`'s `packed_whole_program`: TPU's
-    tuple tables, each an allocation of its own) have no events."""
+    freed before the rest counts once more, and one whose values overlap counts once."""
 
-    __slots__ = ("canonical", "counted", "live", "outstanding", "peak", "untraced")
+    __slots__ = ("canonical", "counted", "live", "outstanding", "peak")
 
-    def __init__(self, untraced):
-        self.untraced = untraced
+    def __init__(self):
         self.outstanding: dict[Value, int] = {}
         self.canonical: dict[Value, Value] = {}
         self.counted: dict[Value, int] = {}
         self.live = self.peak = 0
 
     def alloc(self, v: Value) -> None:
-        if self.untraced is None or not self.untraced(v):
-            self.outstanding[v] = 1
-            self._add(v, v.size)
+        self.outstanding[v] = 1
+        self._add(v, v.size)
 
     def share(self, v: Value, slot_of: Value) -> None:
-        if self.untraced is None or not self.untraced(v):
-            self.canonical[v] = slot_of
-            n = self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) + 1
-            self._add(v, v.size if n == 1 else 0)
+        self.canonical[v] = slot_of
+        n = self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) + 1
+        self._add(v, v.size if n == 1 else 0)
 
     def free(self, v: Value) -> None:
-        if self.untraced is None or not self.untraced(v):
-            slot_of = self.canonical.get(v, v)
-            self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) - 1
-            self.live -= self.counted[v]
+        slot_of = self.canonical.get(v, v)
+        self.outstanding[slot_of] = self.outstanding.get(slot_of, 0) - 1
+        self.live -= self.counted[v]
 
     def _add(self, v: Value, size: int) -> None:
         self.counted[v] = size
@@ -345,7 +344,7 @@ _UNTRACED = _Untraced()
 
 
 class _Group:
-    __slots__ = ("values", "intervals", "size", "first", "own_span", "span")
+    __slots__ = ("values", "intervals", "size", "first", "own_span", "span", "born", "dies")
 
     def __init__(self, v: Value, rng: tuple[int, int]):
         self.first = v
@@ -355,22 +354,18 @@ class _Group:
         self.own_span = self.span = 0
         """In event time, as the packing orders' keys: minus the first value's duration, and
         minus the whole group's."""
+        self.born = self.dies = 0
+        """In event time: the group's first allocation and its last free."""
 
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
                   may_share: "callable | None" = None, may_share_any: "callable | None" = None,
-                  executor: Executor = INLINE, packed_whole_program: "callable | None" = None,
-                  order: str = "best", peak_buffers: bool = False) -> Heap:
+                  executor: Executor = INLINE, order: str = "best", peak_buffers: bool = False) -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
 
-    `order`: "best" packs in XLA's two orders and keeps the smaller heap (CPU, GPU);
-    "start" packs once, in order of first use (then larger first): TPU's order, which its
-    dumps show (offsets grow with start time, not size; the largest buffer of a real-scale
-    step sits near the top, not at 0), and which reproduces its HBM temp allocation.
-    `packed_whole_program(value)` True: the packing keeps that value's slot for the whole
-    schedule (TPU's tuple tables in HBM, see `memory.py`); its bytes count as live only over
-    its own interval in `max_live` and `timeline`, as XLA's heap trace counts them.
-    `peak_buffers`: also replay the heap trace for `Heap.peak_buffers_bytes` (`_Trace`),
+    `order`: "best" packs in XLA's two orders and keeps the smaller heap (CPU, GPU, and TPU
+    after its fallback); "merge" packs once, as XLA's FastMerge heap (`_fast_merge`): TPU's
+    HBM. `peak_buffers`: also replay the heap trace for `Heap.peak_buffers_bytes` (`_Trace`),
     which TPU's temp needs (a few MB of bookkeeping on a large heap, else spared).
 
     At each step, values that start are allocated before values that end are freed. A value
@@ -415,7 +410,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     # orders equal-sized buffers by this event-time duration.
     clock = 0
     event: dict[Value, list[int]] = {}
-    trace = _Trace(packed_whole_program) if peak_buffers else _UNTRACED
+    trace = _Trace() if peak_buffers else _UNTRACED
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())
         # Instructions defining what dies now: an operand not among them cannot hand over its
@@ -480,22 +475,15 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
         g.own_span = first_event[0] - first_event[1]
         if len(g.values) == 1:
             g.span = g.own_span
+            g.born, g.dies = first_event
         else:
             # map, not generators: this runs once per group, and shared buffers make some long.
             events = [event[v] for v in g.values]
-            g.span = min(map(_first, events)) - max(map(_second, events))
+            g.born, g.dies = min(map(_first, events)), max(map(_second, events))
+            g.span = g.born - g.dies
     # What the replay needed and the packing does not: let the packing reuse its memory.
     del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
     del may_share, may_share_any
-    live_intervals = None
-    if packed_whole_program is not None:
-        whole = [(0, end_step)]
-        live_intervals = {}
-        for g in groups:
-            if packed_whole_program(g.first):
-                live_intervals[id(g)] = g.intervals
-                g.intervals = whole
-
     best = None
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
     # are in event time; spatial looks at the first value's own interval, temporal at the
@@ -503,30 +491,23 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     orders = (("spatial", lambda g: (-g.size, g.own_span, g.first.id)),
               ("temporal", lambda g: (g.span, -g.size, g.first.id)))
     second = None
-    if len(groups) >= PARALLEL_MIN_GROUPS and order != "start":
+    if len(groups) >= PARALLEL_MIN_GROUPS and order != "merge":
         second = executor.submit(_packed_in_order, groups, orders[1][1], alignment)
     # The no-fragmentation figure, while a child packs (if one does): bytes live per step,
     # each group counted once per step.
     delta = [0] * (end_step + 2)
     for g in groups:
-        intervals = g.intervals if live_intervals is None else live_intervals.get(id(g), g.intervals)
-        for s, e in merge_intervals(intervals):
+        for s, e in merge_intervals(g.intervals):
             delta[s] += g.size
             delta[e + 1] -= g.size
     timeline = list(itertools.accumulate(delta[:end_step + 1]))
     del delta
     max_live = max(timeline) if timeline else 0
     max_live_at = timeline.index(max_live) if timeline else 0
-    if order == "start":
-        # Slots kept for the whole schedule go last, above what the rest leaves free (where
-        # TPU's dumps have its tuple tables): placed in start order among the others, each
-        # would wall off the top of the heap so far.
-        def start(g):
-            pinned = live_intervals is not None and id(g) in live_intervals
-            return pinned, min(map(_first, g.intervals))
-        size, group_offsets = _best_fit(sorted(groups, key=lambda g: (start(g), -g.size, g.first.id)), alignment)
+    if order == "merge":
+        size, group_offsets = _fast_merge(groups, alignment)
         offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
-        return Heap(size, max_live, max_live_at, timeline, offsets, "start", trace.peak)
+        return Heap(size, max_live, max_live_at, timeline, offsets, "merge", trace.peak)
 
     if second is not None:
         size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
@@ -595,6 +576,92 @@ def _packed_in_order(groups: list[_Group], key, alignment: int) -> tuple[int, li
     child process to send back)."""
     size, offsets = _best_fit(sorted(groups, key=key), alignment)
     return size, [offsets[id(g)] for g in groups]
+
+
+def _fast_merge(groups: list[_Group], alignment: int) -> tuple[int, dict[int, int]]:
+    """XLA's FastMerge heap (ConstrainedGlobalDecreasingSizeBestFitHeap, `kFastMerge`), the
+    packing of TPU's HBM temp: groups in the order of their first allocation event, each into
+    the free chunk just large enough for it (the least usable bytes, then the lowest offset),
+    at that chunk's first aligned offset. A group's chunk is free again for every group first
+    allocated after its last value's FREE, merged with its free neighbours. Chunks begin where
+    the one below ends, unaligned, so a chunk's usable size is its end less its first aligned
+    offset::
+
+        alignment 4     0   3 4  6
+        a (3 bytes)     [aaa]          a at 0; free chunk [3, inf), usable from 4
+        b (2 bytes)         .[bb]      b at 4, chunk [3, 6) taken; free [6, inf)
+        a freed, c (3)  [ccc]          [0, 3) holds 3 usable bytes: c at 0, not at 8
+    """
+    free = _FreeChunks(alignment)
+    pending: list[tuple[int, int, int]] = []   # (the group's last FREE event, chunk start, end)
+    offsets: dict[int, int] = {}
+    heap_size = 0
+    for g in sorted(groups, key=_born):
+        while pending and pending[0][0] < g.born:
+            _, start, end = heapq.heappop(pending)
+            free.release(start, end)
+        start, at = free.take(g.size)
+        offsets[id(g)] = at
+        heap_size = max(heap_size, at + g.size)
+        heapq.heappush(pending, (g.dies, start, at + g.size))
+    return heap_size, offsets
+
+
+_born = operator.attrgetter("born")
+
+
+class _FreeChunks:
+    """XLA's FreeChunksManager: the free chunks of an unbounded heap, by offset and by usable
+    size (the chunk's end less its first aligned offset)."""
+
+    __slots__ = ("alignment", "by_usable", "ends", "starts")
+
+    def __init__(self, alignment: int):
+        self.alignment = alignment
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.by_usable: list[tuple[int, int]] = []
+        self._add(0, 1 << 62)
+
+    def take(self, size: int) -> tuple[int, int]:
+        """The chunk just large enough for `size` bytes: (its start, the aligned offset given
+        out); what is left above the `size` bytes stays free."""
+        _, start = self.by_usable[bisect_left(self.by_usable, (size, -1))]
+        k = bisect_left(self.starts, start)
+        end = self.ends[k]
+        self._remove(k)
+        at = self._aligned(start)
+        if end > at + size:
+            self._add(at + size, end)
+        return start, at
+
+    def release(self, start: int, end: int) -> None:
+        """`[start, end)` free again, merged with a free chunk just above or below it."""
+        k = bisect_left(self.starts, start)
+        if k < len(self.starts) and self.starts[k] == end:
+            end = self.ends[k]
+            self._remove(k)
+        if k and self.ends[k - 1] >= start:
+            start, end = self.starts[k - 1], max(end, self.ends[k - 1])
+            self._remove(k - 1)
+        self._add(start, end)
+
+    def _aligned(self, offset: int) -> int:
+        return -(-offset // self.alignment) * self.alignment
+
+    def _add(self, start: int, end: int) -> None:
+        k = bisect_left(self.starts, start)
+        self.starts.insert(k, start)
+        self.ends.insert(k, end)
+        usable = end - self._aligned(start)
+        if usable > 0:
+            insort(self.by_usable, (usable, start))
+
+    def _remove(self, k: int) -> None:
+        start, end = self.starts.pop(k), self.ends.pop(k)
+        usable = end - self._aligned(start)
+        if usable > 0:
+            del self.by_usable[bisect_left(self.by_usable, (usable, start))]
 
 
 def merge_intervals(intervals):

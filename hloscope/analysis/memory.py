@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import NotScheduledError
 from ..executor import INLINE, Executor
 from ..ir.module import Instruction
+from . import tpu
 from .callgraph import callees_first, scheduled_computations, scheduled_instructions
 from .dataflow import (
     FUSED_FACTS_MIN_COMPUTATIONS,
@@ -32,30 +33,10 @@ from .liveness import (
     simulate_heap,
 )
 
-ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": 512}
+ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": tpu.DEFAULT_ALIGNMENT}
 """Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
 cpu_function_runtime's MinAlign; GPU: 256, kXlaAllocatedBufferAlignBytes; both as seen in
-the fixtures' buffer-assignment dumps). TPU's differs by memory space: `TPU_ALIGNMENT`."""
-
-TPU_ALIGNMENT = {0: 16384, 1: 4096, 2: 4}
-"""TPU's alignment per memory space, as its buffer-assignment dumps place buffers (every
-offset in HBM's preallocated temp is a multiple of 16 KiB, in VMEM (S(1)) of 4 KiB, sync
-flags (S(2)) pack at 4 bytes); other spaces `ALIGNMENT["tpu"]`."""
-
-TPU_TUPLE_TABLE_BYTES = 512
-"""A tuple's pointer table on TPU: 512 bytes in every TPU dump (tuples of 1 to 104 elements)."""
-
-TPU_HBM_PROGRAM_ALIGNMENT = 16384
-"""libtpu rounds the HBM temp allocation up to this when it places it (`AllocateHloBuffer
-hbm ... size: S (original size: A)` in its program_memory_allocator log, S the next 16 KiB
-multiple of A, `alignment_bytes: 16384`)."""
-
-TPU_UNTILED_MIN_ELEMENTS = 1024
-"""TPU allocates an array without tiles (`u32[]`, `s32[2]{0:S(4)}`, outside the sync flag
-space S(2)) as at least this many elements: 4096 bytes for a 32-bit scalar, 1024 for a pred,
-in every TPU dump."""
-
-SYNC_FLAG_SPACE = 2
+the fixtures' buffer-assignment dumps). TPU's differs by memory space: `tpu.ALIGNMENT`."""
 
 HOST_MEMORY_SPACE = 5
 """`S(5)`: XLA's memory space for host memory (reported as `host_*` by `memory_analysis()`)."""
@@ -101,6 +82,10 @@ class MemoryAnalysis:
     live_at_peak: tuple[LiveBuffer, ...]
     temp_max_live_bytes: int = 0
     """Temp bytes live at the peak step (no fragmentation); `temp_bytes` ≥ this."""
+    temp_allocation_bytes: int = 0
+    """The packed temp allocation of the default memory space (the dump's
+    `preallocated-temp`): `temp_bytes` on CPU and GPU; TPU's `temp_bytes` is what libtpu
+    makes of it (`tpu.reported_temp`)."""
     timeline: tuple[int, ...] = field(default=(), repr=False)
     """Temp bytes live at each step of the flattened schedule."""
     steps: tuple[str, ...] = field(default=(), repr=False)
@@ -306,9 +291,16 @@ class _Assigner:
     `_BusyIndex` first, which only leaves out the ones `fits` refuses (see there).
     """
 
-    def __init__(self, df: Dataflow, live: LiveRanges, may_share, platform: str):
+    def __init__(self, df: Dataflow, live: LiveRanges, may_share, order: str = "size",
+                 must_not_live_out=None):
         self.df, self.ranges, self.may_share = df, live.ranges, may_share
-        self.platform = platform
+        self.must_not_live_out = must_not_live_out
+        """The backend's predicate on values that never share an allocation that may live
+        out (TPU: `tpu.must_not_live_out`), or None."""
+        self.order = order
+        """"size": XLA's default, largest first, reusing any free donated argument's or
+        output's allocation; "start": FAST_MERGE's, by live range start, reusing only an
+        operand's allocation (TPU's libtpu 0.0.50, `tpu.TpuRules`)."""
         self.time = live.schedule.time
         self.span = live.schedule.span
         self.allocations: list[_Allocation] = []
@@ -328,12 +320,20 @@ class _Assigner:
         df = self.df
         module = df.module
         aliased = {(a.parameter, a.parameter_index) for a in module.attributes.decoded("input_output_alias", ())}
-        post = _post_order_positions(df)
         late = 1 << 40
         sizes = [max(v.size for v in vs) for vs in df.buffers]
-        order = sorted(range(len(df.buffers)), key=lambda b: (
-            -sizes[b], b not in df.live_out,
-            min(post.get(v.instruction, late) for v in df.buffers[b]), df.buffers[b][0].id))
+        if self.order == "start":
+            # XLA's kLiveRangeStart: the buffer's earliest value start, then larger, then
+            # live-out first, then the buffer's id.
+            ranges = self.ranges
+            order = sorted(range(len(df.buffers)), key=lambda b: (
+                min((ranges[v][0] for v in df.buffers[b] if v in ranges), default=late), -sizes[b],
+                b not in df.live_out, b))
+        else:
+            post = _post_order_positions(df)
+            order = sorted(range(len(df.buffers)), key=lambda b: (
+                -sizes[b], b not in df.live_out,
+                min(post.get(v.instruction, late) for v in df.buffers[b]), df.buffers[b][0].id))
         for b in order:
             self.assign(b, sizes[b], aliased)
 
@@ -354,13 +354,10 @@ class _Assigner:
                 self.new(b, size, space, "parameter", live_out, has_alias)
                 return
         if any(v.shape.is_tuple for v in vs):
-            # A tuple table gets an allocation of its own (XLA AssignSingleHloBuffer,
-            # `set_is_tuple`), without heap events, placed above the heap (`_combined_temp`).
-            # TPU's tables are in its HBM heap, each in a slot of its own (`pinned`).
+            # A tuple table gets an allocation of its own (XLA AssignSpecialHloBuffer,
+            # `set_is_tuple`), without heap events, placed beside the heap (`_combined_temp`).
             if live_out:
                 self.new(b, size, space, "output", True, False)
-            elif self.platform == "tpu":
-                self.temp.append(b)
             else:
                 self.new(b, size, space, "tuple", False, False)
             return
@@ -372,8 +369,12 @@ class _Assigner:
                         if a is not None and self.fits(a, b, size, space, live_out):
                             self.put(a, b)
                             return
-        # The reusable allocations from the last made on, as XLA tries them.
+        # The reusable allocations from the last made on, as XLA tries them. FAST_MERGE's
+        # free pool holds the allocations whose buffers all ended before this one starts:
+        # never a donated argument's (not in its pool) nor an output's (live to the end).
         tries = self.of_size.get((space, size), 0) if live_out else self.in_space.get(space, 0)
+        if self.order == "start":
+            tries = 0
         if tries:
             tries &= ~self.busy_over(vs) | self.unindexed
         while tries:
@@ -426,6 +427,9 @@ class _Assigner:
     def fits(self, a: _Allocation, b: int, size: int, space: int, live_out: bool) -> bool:
         """XLA MaybeAssignBuffer."""
         if not a.reusable or a.space != space or size > a.size or (live_out and a.size != size):
+            return False
+        if self.must_not_live_out is not None and (a.live_out or live_out) and any(
+                map(self.must_not_live_out, (*self.df.buffers[b], *(a.values if live_out else ())))):
             return False
         ranges = self.ranges
         for v in self.df.buffers[b]:
@@ -530,6 +534,15 @@ class MemoryModel:
     static_bytes: int = 0
     """The largest buffer of every argument, constant and output allocation (the part of
     XLA's `peak_memory_in_bytes` that is not heap)."""
+    tables: dict[int, list[int]] = field(default_factory=dict)
+    """The sizes of the tuple tables' allocations of each memory space, combined with its heap
+    into `heaps[space].size`."""
+    notes: tuple[str, ...] = ()
+    """What the model assumed where the text does not say (TPU: which libtpu's rules)."""
+    tpu_rules: tpu.TpuRules | None = None
+    trace_peaks: dict[int, int] = field(default_factory=dict)
+    """The most bytes a memory space's heap trace holds at once, where XLA's trace is not
+    the heap's buffers over their live ranges (TPU's VMEM: `tpu.vmem_trace_peak`)."""
 
     @property
     def heap_peak_bytes(self) -> int:
@@ -537,7 +550,7 @@ class MemoryModel:
         part of XLA's `peak_memory_in_bytes` (0 on CPU, which records no heap trace)."""
         if self.platform == "cpu":
             return 0
-        return max((h.max_live for h in self.heaps.values()), default=0)
+        return max((self.trace_peaks.get(s, h.max_live) for s, h in self.heaps.items()), default=0)
 
     @property
     def peak_bytes(self) -> int:
@@ -586,39 +599,21 @@ def build_memory_model(module, platform: str | None = None, alignment: int | Non
             facts.close()
 
 
-def tpu_byte_size(shape) -> int:
-    """What TPU's buffer assignment allocates for a shape (its dumps' `size=`): the tiled size
-    (`Shape.padded_byte_size`), a tuple's pointer table `TPU_TUPLE_TABLE_BYTES`, an untiled
-    array outside the sync flags at least `TPU_UNTILED_MIN_ELEMENTS` elements."""
-    if shape.is_tuple:
-        return TPU_TUPLE_TABLE_BYTES
-    layout = shape.layout
-    if shape.is_array and (layout is None or not layout.tiles) and shape.memory_space != SYNC_FLAG_SPACE:
-        size = shape.padded_byte_size
-        count = shape.element_count
-        if 0 < count < TPU_UNTILED_MIN_ELEMENTS and size:
-            return size // count * TPU_UNTILED_MIN_ELEMENTS
-        return size
-    return shape.padded_byte_size
-
-
 def _alignment(platform: str, space: int, alignment: int | None) -> int:
     if alignment:
         return alignment
     if platform == "tpu":
-        return TPU_ALIGNMENT.get(space, ALIGNMENT["tpu"])
+        return tpu.alignment(space)
     return ALIGNMENT.get(platform, 1)
 
 
-def _tuple_tables(allocations, df: Dataflow, live: LiveRanges, platform: str) -> dict[int, list[int]]:
-    """The sizes of the temp tuple tables' allocations, by memory space (CPU and GPU: XLA's
-    AssignSingleHloBuffer gives each tuple-shaped buffer an allocation of its own, never
-    the heap's). Async printing sugar hides a wrapped computation whose ROOT tuple (a
-    variadic reduce-scatter's or all-gather's) is one more, as large as the start's result
-    `{1}`. None on TPU, whose tables are in its heap."""
+def _tuple_tables(allocations, df: Dataflow, live: LiveRanges) -> dict[int, list[int]]:
+    """The sizes of the temp tuple tables' allocations, by memory space (XLA's
+    AssignSpecialHloBuffer gives each tuple-shaped buffer an allocation of its own, never
+    the heap's: in every CPU, GPU and TPU dump). Async printing sugar hides a wrapped
+    computation whose ROOT tuple (a variadic reduce-scatter's or all-gather's) is one more,
+    as large as the start's result `{1}`."""
     sizes: dict[int, list[int]] = {}
-    if platform == "tpu":
-        return sizes
     for a in allocations:
         if a.kind == "tuple":
             sizes.setdefault(a.space, []).append(a.size)
@@ -657,8 +652,9 @@ def _combined_temp(heap_size: int, tuple_sizes: list[int], alignment: int) -> in
     at the aligned end of the one before. Buffers are assigned largest first, so the tuple
     tables' allocations are made largest first, before the heap's; the unstable
     `std::partition` that gathers the temp allocations then leaves the heap first and the
-    tables in reverse, the largest last (every CPU and GPU dump). Another order would change
-    the total by less than the alignment: only the last allocation is not rounded up."""
+    tables in reverse, the largest last (every CPU and GPU dump; TPU's put some tables below
+    the heap, some above, a table last). Another order would change the total by less than
+    the alignment: only the last allocation is not rounded up."""
     if not tuple_sizes:
         return heap_size
     *rest, last = sorted(tuple_sizes)
@@ -672,16 +668,13 @@ def _round_up(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment
 
 
-def _is_tuple_table(v: Value) -> bool:
-    return v.shape.is_tuple
-
-
 def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts | None,
                 executor: Executor) -> MemoryModel:
     df = analyze_dataflow(module, facts)
-    if platform == "tpu":
+    rules = tpu.TpuRules.of(module) if platform == "tpu" else None
+    if rules is not None:
         for v in df.values:
-            v.size = tpu_byte_size(v.shape)
+            v.size = tpu.byte_size(v.shape)
     live = compute_live_ranges(df)
 
     entry = module.entry
@@ -696,36 +689,61 @@ def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts 
             alias += v.size
     output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
 
-    assigner = _Assigner(df, live, _Sharing(df, facts, platform).may_share, platform)
+    if rules is None:
+        packed = _assign_and_pack(df, live, facts, platform, alignment, executor, "size", "best")
+        return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
+                           packed.tables)
+    packed, notes = rules.assign(lambda order, packing: _assign_and_pack(
+        df, live, facts, platform, alignment, executor, order, packing, tpu.must_not_live_out, True))
+    vmem = packed.heaps.get(tpu.VMEM_SPACE)
+    traces = {tpu.VMEM_SPACE: tpu.vmem_trace_peak(list(vmem.offsets), live, df)} if vmem is not None else {}
+    return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
+                       packed.tables, notes, rules, traces)
+
+
+@dataclass(frozen=True)
+class _Packed:
+    heaps: dict[int, Heap]
+    static: int
+    tables: dict[int, list[int]]
+    hbm_bytes: int
+    """Every allocation of memory space 0, the combined temp allocation included: what
+    libtpu compares with the device's memory (`tpu.falls_back`)."""
+
+
+def _assign_and_pack(df: Dataflow, live: LiveRanges, facts, platform: str, alignment: int | None,
+                     executor: Executor, order: str, packing: str, must_not_live_out=None,
+                     peak_buffers: bool = False) -> _Packed:
+    """Buffer assignment in `order` (`_Assigner`), then each memory space's temp heap packed:
+    the default space's with `simulate_heap`'s `packing` (its heap trace replayed for
+    `peak_buffers`), the others with XLA's best of two orders."""
+    assigner = _Assigner(df, live, _Sharing(df, facts, platform).may_share, order, must_not_live_out)
     assigner.run()
     # Peak's static part: every argument, constant and output allocation, as large as its
     # largest buffer (XLA ComputePeakMemorySizes).
     static = sum(a.size for a in assigner.allocations if a.kind in ("parameter", "constant") or a.live_out)
+    fixed = sum(a.size for a in assigner.allocations if a.space == 0 and a.kind != "tuple")
     by_space: dict[int, list[Value]] = {}
     for b in assigner.temp:
         for v in df.buffers[b]:
             by_space.setdefault(v.shape.memory_space, []).append(v)
-    tables = _tuple_tables(assigner.allocations, df, live, platform)
+    tables = _tuple_tables(assigner.allocations, df, live)
     del assigner
     heaps: dict[int, Heap] = {}
     for space, vs in by_space.items():
         # Passed on, not kept here: the heap lets its answers go once the replay is done,
         # before packing, the analysis' peak.
         sharing = _Sharing(df, facts, platform)
-        # TPU's HBM heap never reuses a tuple table's slot: in its dumps every one of them
-        # has an offset of its own, however short its live range (2709 of 2709 on a
-        # real-scale step), while its heap trace counts them over their live ranges.
-        pinned = _is_tuple_table if platform == "tpu" and space == 0 else None
         heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment), sharing.may_share,
-                                     sharing.may_share_any, executor, pinned,
-                                     "start" if platform == "tpu" and space == 0 else "best",
-                                     peak_buffers=platform == "tpu" and space == 0)
+                                     sharing.may_share_any, executor, packing if space == 0 else "best",
+                                     peak_buffers=peak_buffers and space == 0)
         del sharing
     for space, sizes in tables.items():
         heap = heaps.get(space) or Heap(0, 0, 0, [0] * (live.schedule.end + 1), {}, "spatial")
         heaps[space] = dataclasses.replace(
             heap, size=_combined_temp(heap.size, sizes, _alignment(platform, space, alignment)))
-    return MemoryModel(module, platform, df, live, heaps, argument, output, alias, static)
+    hbm = fixed + (heaps[0].size if 0 in heaps else 0)
+    return _Packed(heaps, static, tables, hbm)
 
 
 def analyze_memory(module, platform: str | None = None, alignment: int | None = None,
@@ -755,12 +773,13 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         name = inst.name if not v.index else f"{inst.name}{{{','.join(map(str, v.index))}}}"
         rows.append(LiveBuffer(name, v.size, v.shape.text, inst.op_name, inst.source))
     peak_name = steps[at] if at < len(steps) else (steps[-1] if steps else "")
-    notes: list[str] = []
+    notes: list[str] = list(model.notes)
     undecided = _undecided_note(model.dataflow, model.platform)
     if undecided is not None:
         notes.append(undecided)
-    if model.platform == "tpu" and heap is not None:
-        temp, note = _tpu_temp(heap)
+    if model.tpu_rules is not None and heap is not None:
+        temp, note = tpu.reported_temp(heap.size, heap.peak_buffers_bytes + sum(model.tables.get(0, ())),
+                                       bool(heap.offsets), model.tpu_rules)
         notes.append(note)
     return MemoryAnalysis(
         name=module.name,
@@ -772,6 +791,7 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         peak_at={"index": at, "instruction": peak_name},
         live_at_peak=tuple(rows),
         temp_max_live_bytes=max_live,
+        temp_allocation_bytes=heap.size if heap is not None else 0,
         timeline=tuple(timeline),
         steps=tuple(steps),
         platform=model.platform,
@@ -780,32 +800,3 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         static_bytes=model.static_bytes,
         notes=tuple(notes),
     )
-
-
-def _tpu_temp(heap: Heap) -> tuple[int, str]:
-    """libtpu's `temp_size_in_bytes` from the HBM temp heap (the dump's default-colour
-    `preallocated-temp` allocation, packed here).
-
-    libtpu (0.0.42.1, v5e; its `program_memory_allocator` log at
-    `TPU_VMODULE=program_memory_allocator=5`) places that allocation as one HLO buffer of
-    `size` = the allocation rounded up to `TPU_HBM_PROGRAM_ALIGNMENT` and `sum_buffer_sizes` =
-    the bytes of the allocation's `PeakMemoryLogicalBuffers()` (XLA
-    ComputePeakMemoryLogicalBuffers: the heap trace's peak set, plus one value per tuple
-    table, each an allocation of its own), and reports `size + (size - sum_buffer_sizes)`:
-    the allocation plus its fragmentation once more. Exact on both real-scale fixtures and
-    on every program tried (with libtpu's logged `size` and `sum_buffer_sizes`). An
-    allocation of tuple tables only is no HLO buffer at all (libtpu makes each table a
-    global): 0. Not modelled: libtpu also reported 0 for one allocation of tuple tables and
-    a while condition's `pred[]` (a 2048x2048 scan, 5 steps)."""
-    if all(v.shape.is_tuple for v in heap.offsets):
-        return 0, (f"TPU: temp 0 as libtpu reports it: the HBM temp allocation ({heap.size} bytes) "
-                   "holds only tuple pointer tables")
-    tables: dict[int, int] = {}
-    for v in heap.offsets:
-        if v.shape.is_tuple:
-            tables[v.buffer] = max(tables.get(v.buffer, 0), v.size)
-    size = _round_up(heap.size, TPU_HBM_PROGRAM_ALIGNMENT)
-    peak = heap.peak_buffers_bytes + sum(tables.values())
-    return 2 * size - peak, (f"TPU: temp is libtpu's 2 x HBM temp allocation ({size} bytes, "
-                             f"{TPU_HBM_PROGRAM_ALIGNMENT // 1024} KiB-aligned) - its peak buffers ({peak} bytes): "
-                             "the allocation plus its fragmentation")
