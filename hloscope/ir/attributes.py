@@ -9,16 +9,16 @@ and cache the result. An attribute hloscope has no decoder for is still kept as 
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from lark import Token
 
-from ..errors import HloscopeError
 from ..grammar import attribute_pattern
+from .replica_groups import MAX_PARTICIPANTS, ReplicaGroups, decode_replica_groups  # noqa: F401 (re-exported)
+from .values import AttributeValueError, xla_int  # noqa: F401 (AttributeValueError re-exported)
 
 _STRING = r'"(?:[^"\\]|\\.)*"'
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(' + _STRING + r"|\{[^{}]*\}|[^\s,}]+)")
@@ -80,11 +80,13 @@ def decode_int_list(text: str) -> tuple[int, ...]:
 
 
 def decode_int(text: str) -> int:
-    """An integer attribute (`channel_id=3`); AttributeValueError for anything else."""
+    """An integer attribute (`channel_id=3`), read as XLA reads an int64 (2^64 - 1 is -1);
+    AttributeValueError for anything else."""
     value = text.strip()
-    if not _INT.fullmatch(value):
+    number = xla_int(value) if _INT.fullmatch(value) else None
+    if number is None:
         raise AttributeValueError(f"expects an integer, not {value[:20]!r}", len(text) - len(text.lstrip()))
-    return int(value)
+    return number
 
 
 def decode_bool(text: str) -> bool:
@@ -212,254 +214,6 @@ def input_output_alias_offsets(text: str) -> tuple[int, ...]:
 def _alias(m: re.Match) -> ParameterAlias:
     return ParameterAlias(decode_int_list(m.group(1)), int(m.group(2)), decode_int_list(m.group(3)),
                           m.group(4) or "may-alias")
-
-
-MAX_PARTICIPANTS = 1 << 24
-"""Most devices a replica-group attribute may span (16M; the largest systems have a few
-hundred thousand). The iota and mesh forms describe their groups in a few characters, so
-their size is checked against this before anything is listed: a corrupted `[1,99999999999]
-<=[99999999999]` is an error, not an allocation. An explicit list is bounded by its text."""
-
-
-class AttributeValueError(HloscopeError, ValueError):
-    """An attribute's value is not what XLA's parser reads for that attribute; `offset` is
-    where in the value text it goes wrong."""
-
-    def __init__(self, message: str, offset: int = 0):
-        super().__init__(message)
-        self.offset = offset
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaGroups:
-    """Replica groups in any of XLA's three printed forms.
-
-    - explicit: `{{0,1},{2,3}}`; `{}` means one group of every participant;
-    - iota: `[4,2]<=[2,4]T(1,0)`: reshape(transpose(reshape(iota, [2,4]), (1,0)), [4,2]);
-    - named mesh: `mesh['x'=4,'y'=2] {'x'}`: groups along the listed axes of a row-major mesh.
-
-    The number of groups and their size are known from the text alone; `groups`, the device
-    ids, are listed only when asked for.
-    """
-
-    form: str
-    """`explicit`, `iota`, `mesh` or `empty`."""
-    text: str
-    num_groups: int | None
-    """None for `{}` (all participants, count unknown here)."""
-    group_size: int | None
-    """Participants per group (the largest, for explicit groups of unequal sizes); None for `{}`."""
-    spec: tuple = field(default=(), repr=False, compare=False)
-    """What `groups` lists the ids from: the explicit groups, or the iota or mesh parameters."""
-
-    @property
-    def groups(self) -> tuple[tuple[int, ...], ...] | None:
-        """Device or replica ids per group; None for `{}`."""
-        if self.form == "empty":
-            return None
-        if self.form == "explicit":
-            return self.spec
-        if self.form == "iota":
-            return _iota_groups(*self.spec)
-        return _mesh_groups(*self.spec)
-
-    def to_dict(self) -> dict:
-        return {
-            "form": self.form,
-            "num_groups": self.num_groups,
-            "group_size": self.group_size,
-        }
-
-
-def _product(sizes) -> int:
-    total = 1
-    for n in sizes:
-        total *= n
-    return total
-
-
-def _sizes(text: str, at: int, what: str) -> tuple[int, ...]:
-    """Comma-separated non-negative integers (a list's text, starting at `at` in the value)."""
-    if not text.strip():
-        return ()
-    out = []
-    for piece in text.split(","):
-        if not _DIGITS.fullmatch(piece.strip()):
-            raise AttributeValueError(f"expects {what} (non-negative integers), not {piece.strip()[:20]!r}",
-                                      at + len(piece) - len(piece.lstrip()))
-        out.append(int(piece))
-        at += len(piece) + 1
-    return tuple(out)
-
-
-def _bounded(total: int, at: int) -> None:
-    if total > MAX_PARTICIPANTS:
-        raise AttributeValueError(f"replica groups over {total} devices: more than {MAX_PARTICIPANTS} is not a "
-                                  "device count, the text is corrupt", at)
-
-
-def _permutation(perm: tuple[int, ...], rank: int, at: int) -> None:
-    if sorted(perm) != list(range(rank)):
-        raise AttributeValueError(f"T({','.join(map(str, perm))}) is not a permutation of {rank} dimensions", at)
-
-
-_IOTA = re.compile(r"\[([^\[\]]*)\]\s*<=\s*\[([^\[\]]*)\](?:\s*T\(([^()]*)\))?\s*\Z")
-_MESH = re.compile(r"mesh\s*\[")
-_MESH_PARTS = re.compile(
-    r"mesh\s*\[(?P<axes>[^\]]*)\]\s*(?:,\s*device_ids\s*=\s*\((?P<ids>[^()]*(?:\([^()]*\)[^()]*)*)\))?"
-    r"\s*(?:\{(?P<chosen>[^{}]*)\})?\s*\Z")
-_AXIS = re.compile(r"\s*('[^']*'|\"[^\"]*\"|\w+)\s*=\s*(\d+)\s*\Z")
-_AXIS_NAME = re.compile(r"'[^']*'|\"[^\"]*\"|\w+")
-_DEVICE_IOTA = re.compile(r"\s*\[([^\[\]]*)\]\s*(?:T\(([^()]*)\))?\s*\Z")
-
-
-def _decode_iota(text: str, m: re.Match) -> ReplicaGroups:
-    shape = _sizes(m.group(1), m.start(1), "group dimensions")
-    reshape = _sizes(m.group(2), m.start(2), "iota dimensions")
-    if len(shape) != 2:
-        raise AttributeValueError("expects [number of groups, group size] before '<='", 0)
-    if not reshape:
-        raise AttributeValueError("expects the iota's dimensions after '<='", m.start(2))
-    total = _product(reshape)
-    _bounded(total, m.start(2))
-    if _product(shape) != total:
-        raise AttributeValueError(f"{shape[0]}x{shape[1]} groups do not hold the {total} devices of the iota", 0)
-    perm = tuple(range(len(reshape)))
-    if m.group(3) is not None:
-        perm = _sizes(m.group(3), m.start(3), "a permutation")
-        _permutation(perm, len(reshape), m.start(3))
-    return ReplicaGroups("iota", text, shape[0], shape[1], (shape, reshape, perm))
-
-
-def _decode_mesh(text: str) -> ReplicaGroups:
-    """`mesh['x'=4,'y'=2], device_ids=([2,4]T(1,0)) {'x'}`: the mesh is row-major over its
-    axes; `device_ids` (iota form or an explicit list) says which device sits at each mesh
-    position, the identity when absent; groups run along the axes in braces."""
-    m = _MESH_PARTS.match(text)
-    if m is None:
-        raise AttributeValueError("expects mesh[axis=size,...], an optional device_ids=(...) and {axes}", 0)
-    names: list[str] = []
-    sizes: list[int] = []
-    at = m.start("axes")
-    for piece in m.group("axes").split(",") if m.group("axes").strip() else ():
-        a = _AXIS.match(piece)
-        if a is None:
-            raise AttributeValueError(f"expects axis=size in the mesh, not {piece.strip()[:20]!r}", at)
-        name = unquote(a.group(1))
-        if name in names:
-            raise AttributeValueError(f"mesh axis {name!r} is named twice", at)
-        names.append(name)
-        sizes.append(int(a.group(2)))
-        at += len(piece) + 1
-    total = _product(sizes)
-    _bounded(total, m.start("axes"))
-    inner: list[int] = []
-    if m.group("chosen") is not None:
-        for chosen in _AXIS_NAME.findall(m.group("chosen")):
-            name = unquote(chosen)
-            if name not in names or names.index(name) in inner:
-                raise AttributeValueError(f"{name!r} is not an axis of the mesh (or is listed twice)", m.start("chosen"))
-            inner.append(names.index(name))
-    devices: tuple = ("identity",)
-    if m.group("ids") is not None:
-        spec, at = m.group("ids"), m.start("ids")
-        im = _DEVICE_IOTA.match(spec)
-        if im:
-            reshape = _sizes(im.group(1), at + im.start(1), "device_ids dimensions")
-            perm = (_sizes(im.group(2), at + im.start(2), "a permutation") if im.group(2) is not None
-                    else tuple(range(len(reshape))))
-            _permutation(perm, len(reshape), at)
-            if _product(reshape) != total:
-                raise AttributeValueError(f"device_ids list {_product(reshape)} devices for a mesh of {total}", at)
-            devices = ("iota", reshape, perm)
-        else:
-            ids = _sizes(spec, at, "device ids")
-            if len(ids) != total:
-                raise AttributeValueError(f"device_ids lists {len(ids)} devices for a mesh of {total}", at)
-            devices = ("list", ids)
-    group_size = _product(sizes[k] for k in inner)
-    num_groups = _product(sizes[k] for k in range(len(sizes)) if k not in inner)
-    return ReplicaGroups("mesh", text, num_groups, group_size, (tuple(sizes), tuple(inner), devices))
-
-
-def _mesh_groups(sizes: tuple[int, ...], inner: tuple[int, ...], devices: tuple) -> tuple[tuple[int, ...], ...]:
-    """Groups of a named mesh: devices that differ only along the `inner` axes."""
-    total = _product(sizes)
-    if devices[0] == "iota":
-        ids = tuple(d for g in _iota_groups((total,), devices[1], devices[2]) for d in g)
-    elif devices[0] == "list":
-        ids = devices[1]
-    else:
-        ids = tuple(range(total))
-    strides = [1] * len(sizes)
-    for k in range(len(sizes) - 2, -1, -1):
-        strides[k] = strides[k + 1] * sizes[k + 1]
-    outer = [k for k in range(len(sizes)) if k not in inner]
-    groups = []
-    for o in itertools.product(*(range(sizes[k]) for k in outer)):
-        base = sum(i * strides[k] for i, k in zip(o, outer))
-        groups.append(
-            tuple(ids[base + sum(i * strides[k] for i, k in zip(g, inner))]
-                  for g in itertools.product(*(range(sizes[k]) for k in inner)))
-        )
-    return tuple(groups)
-
-
-def _iota_groups(shape: tuple[int, ...], reshape: tuple[int, ...], perm: tuple[int, ...]):
-    total = 1
-    for d in reshape:
-        total *= d
-    # Element at multi-index i of the transposed array is the iota value at the permuted index.
-    strides = [1] * len(reshape)
-    for k in range(len(reshape) - 2, -1, -1):
-        strides[k] = strides[k + 1] * reshape[k + 1]
-    tdims = [reshape[p] for p in perm]
-    flat = []
-    for idx in itertools.product(*(range(d) for d in tdims)):
-        flat.append(sum(idx[j] * strides[perm[j]] for j in range(len(perm))))
-    size = shape[-1] if shape else total
-    if size == 0:
-        return tuple(() for _ in range(shape[0])) if shape else ()
-    return tuple(tuple(flat[i : i + size]) for i in range(0, len(flat), size))
-
-
-_EXPLICIT_GROUP = re.compile(r"\s*\{([^{}]*)\}\s*(,|\Z)")
-_DIGITS = re.compile(r"[0-9]+")
-
-
-def _decode_explicit(text: str) -> ReplicaGroups:
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise AttributeValueError("expects {{ids...}, ...}, [groups,size]<=[dims] or mesh[...]", 0)
-    inner, base = body[1:-1], text.find(body) + 1
-    if not inner.strip():
-        return ReplicaGroups("empty", text, None, None)
-    groups = []
-    pos = 0
-    while pos < len(inner):
-        g = _EXPLICIT_GROUP.match(inner, pos)
-        if g is None:
-            blank = len(inner[pos:]) - len(inner[pos:].lstrip())
-            raise AttributeValueError("expects a group {id,...}", base + pos + blank)
-        groups.append(_sizes(g.group(1), base + g.start(1), "device ids"))
-        pos = g.end()
-        if g.group(2) and not inner[pos:].strip():
-            raise AttributeValueError("expects a group {id,...} after ','", base + g.start(2))
-    sizes = {len(g) for g in groups}
-    return ReplicaGroups("explicit", text, len(groups), max(sizes), tuple(groups))
-
-
-@functools.lru_cache(maxsize=1024)
-def decode_replica_groups(text: str) -> ReplicaGroups:
-    """Any of the three forms (see ReplicaGroups); raises AttributeValueError for a value XLA
-    would not read, or that describes more than MAX_PARTICIPANTS devices, before listing any."""
-    text = text.strip()
-    m = _IOTA.match(text)
-    if m:
-        return _decode_iota(text, m)
-    if _MESH.match(text):
-        return _decode_mesh(text)
-    return _decode_explicit(text)
 
 
 COMPUTATION_ATTRIBUTES = (
