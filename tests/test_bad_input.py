@@ -96,16 +96,21 @@ def _no_cache(monkeypatch):
 @pytest.mark.parametrize("shape, bad, fragment", [
     ("f32[2x]", "2x", "expects a dimension size"),
     ("f32[<=]", "<=", "expects a dimension size"),
-    ("f32[8]{x}", "x}", "expects a dimension number in the layout"),
-    ("f32[8]{0:S(x)}", "x)", "expects an integer in S(...)"),
+    ("f32[8]{x}", "{x}", "unexpected '{', expected an opcode"),
+    ("f32[8]{0:S(x)}", "x)", "unexpected 'x' in the layout"),
     ("f32[8]{1,0}", "1,0}", "the layout orders 2 dimensions of a shape of rank 1"),
-    ("f32[8]{0:Q(1)}", "Q(", "unexpected 'Q(1)' in the layout"),
+    ("f32[8]{0:Q(1)}", "Q(", "unexpected 'Q' in the layout"),
     ("f32[99999999999999999999]", "999", "expects a dimension size"),
 ], ids=["dims 2x", "dims <=", "layout x", "memory space S(x)", "layout rank", "layout tag", "beyond int64"])
 def test_malformed_shape(shape, bad, fragment, tmp_path):
-    """`ValueError` from int() on malformed shapes and layouts: now an error at the bad part."""
+    """`ValueError` from int() on malformed shapes and layouts: now an error at the bad part.
+    As in XLA's parser, a brace opens a layout only before an integer or a colon (`{x}` is
+    no layout, and the opcode is missing there), and a layout's part that does not read
+    leaves its layout unclosed where it stops."""
     text = module(f"  ROOT r = {shape} negate(p)")
-    rejected(text, tmp_path, fragment, where(text, bad))
+    e = rejected(text, tmp_path, fragment, where(text, bad))
+    if shape in ("f32[8]{x}", "f32[8]{0:S(x)}", "f32[8]{0:Q(1)}"):
+        assert xla_place(text) == (e.line, e.column)
 
 
 def test_unterminated_comment_in_a_tuple_shape(tmp_path):

@@ -10,6 +10,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from .values import AttributeValueError, Reader
+
 # Bits per element of each primitive type, as in xla/primitive_util. Sub-byte types occupy a
 # whole byte each unless the layout packs them (`E(4)`), which is what ShapeUtil::ByteSizeOf does.
 ELEMENT_BITS: dict[str, int] = {
@@ -180,10 +182,6 @@ _ARRAY = re.compile(r"([a-z][a-z0-9]*)\s*\[([^\]]*)\]\s*(?:\{(.*)\})?\Z", re.S)
 _SPACE = re.compile(r"\s+")
 _INT64_MAX = (1 << 63) - 1
 _DIMENSION = re.compile(r"\s*(?:(\?)|(<=)?\s*([0-9]+))\s*\Z")
-_DIGITS = re.compile(r"[0-9]+")
-_LAYOUT_INT = re.compile(r"\s*(-?[0-9]+)\s*\Z")
-_LAYOUT_TAG = re.compile(r"\s*(SC|[DTLESMP#])?\(")
-_TAGS_WITH_ONE_INT = ("E", "S", "M")
 
 
 class ShapeError(ValueError):
@@ -238,63 +236,160 @@ def parse_array_shape(text: str) -> Shape:
 
 def _parse_layout(text: str, rank: int, at: int = 0) -> Layout:
     """A layout's text (inside its braces, which start at `at` in the shape's text)."""
-    order_text, colon, tags = text.partition(":")
+    m = _PLAIN_LAYOUT.fullmatch(text)
+    if m is not None:  # as XLA prints most layouts: `1,0`, `1,0:T(8,128)(2,1)S(1)`
+        minor_to_major = tuple(int(x) for x in m.group(1).split(",")) if m.group(1) else ()
+        if len(minor_to_major) != rank:
+            raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
+        tiles = tuple(tuple(-1 if d == "*" else int(d) for d in t.split(",")) if t else ()
+                      for t in _TILE.findall(m.group(2) or ""))
+        return Layout(minor_to_major, tiles, int(m.group(3) or 0), int(m.group(4) or 0), text)
+    try:
+        return _read_layout(Reader("{" + text + "}"), text, rank, at)
+    except AttributeValueError as e:
+        raise ShapeError(str(e), at + max(e.offset - 1, 0)) from None
+
+
+# A layout as XLA prints it: minor_to_major, then tiles, element size and memory space.
+_PLAIN_LAYOUT = re.compile(r"(-?[0-9]{1,18}(?:,-?[0-9]{1,18})*)?(?::(?:T((?:\((?:[0-9]{1,18}|\*)(?:,(?:[0-9]{1,18}|\*))*\))+))?"
+                           r"(?:E\((-?[0-9]{1,18})\))?(?:S\((-?[0-9]{1,18})\))?)?")
+_TILE = re.compile(r"\(([^()]*)\)")
+_PRIMITIVE_TYPES = frozenset(ELEMENT_BITS) | {"tuple", "buffer"}
+
+
+def _read_layout(r: Reader, text: str, rank: int, at: int) -> Layout:
+    """XLA's ParseLayout: `minor_to_major` then, after a colon, each of D(...), T(...)...,
+    L(n), #(type), *(type), E(n), S(n), SC(...), P(shape), M(n), in that order and each at
+    most once. Like XLA, a part that fails to read is dropped where it stops, and the layout
+    stands if its closing brace comes next (`{0:E(}` reads as `{0}`); a physical shape P(...)
+    is refused, as XLA refuses it on any array."""
+    r.expect("{", "expects '{'")
     minor_to_major: list[int] = []
-    if order_text.strip():
-        pos = at
-        for piece in order_text.split(","):
-            if _LAYOUT_INT.match(piece) is None:
-                raise ShapeError(f"expects a dimension number in the layout, not {piece.strip()[:20]!r}",
-                                 pos + len(piece) - len(piece.lstrip()))
-            minor_to_major.append(int(piece))
-            pos += len(piece) + 1
+    tiles: list[tuple[int, ...]] = []
+    element_bits = memory_space = 0
+    if r.kind != "}":
+        if r.kind == "int":
+            minor_to_major.append(r.int64("a dimension number"))
+            while r.eat(","):
+                minor_to_major.append(r.int64("a dimension number"))
+        if r.eat(":"):
+            if _at_word(r, "D"):
+                r.next()
+                _try(_dim_level_types, r)
+            if _at_word(r, "T"):
+                r.next()
+                _try(_tiles, r, tiles)
+            if _at_word(r, "L"):
+                r.next()
+                _try(_int_in_parentheses, r)
+            for mark in ("#", "*"):  # index and pointer primitive types, `#(u32)`
+                if r.eat(mark):
+                    r.eat("(")
+                    if r.kind == "ident" and r.token.text in _PRIMITIVE_TYPES:
+                        r.next()
+                    r.eat(")")
+            if _at_word(r, "E"):
+                r.next()
+                element_bits = _try(_int_in_parentheses, r) or 0
+            if _at_word(r, "S"):
+                r.next()
+                memory_space = _try(_int_in_parentheses, r) or 0
+            if _at_word(r, "SC"):
+                r.next()
+                _try(_split_configs, r)
+            if _at_word(r, "P"):
+                raise r.error("a physical shape P(...) in the layout of an array (XLA refuses it)")
+            if _at_word(r, "M"):
+                r.next()
+                _try(_int_in_parentheses, r)
+    if r.kind != "}":
+        raise r.error(f"unexpected {r.token.text[:10] or r.kind!r} in the layout")
+    r.next()
+    if not r.at_end():
+        raise r.error("unexpected text after the layout")
     if len(minor_to_major) != rank:
         raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
-    tiles: list[tuple[int, ...]] = []
-    element_bits = 0
-    memory_space = 0
-    pos = 0
-    previous = None
-    tags_at = at + len(order_text) + len(colon)
-    while tags[pos:].strip():
-        m = _LAYOUT_TAG.match(tags, pos)
-        if m is None or (m.group(1) is None and previous != "T"):
-            skipped = len(tags[pos:]) - len(tags[pos:].lstrip())
-            raise ShapeError(f"unexpected {tags[pos + skipped:pos + skipped + 10]!r} in the layout", tags_at + pos + skipped)
-        close = _closing_parenthesis(tags, m.end())
-        if close < 0:
-            raise ShapeError("unbalanced '(' in the layout", tags_at + m.end() - 1)
-        args = tags[m.end():close]
-        tag = m.group(1) or "T"
-        if tag == "T":
-            items = [a.strip() for a in args.split(",")] if args.strip() else []
-            if not all(a == "*" or _DIGITS.fullmatch(a) for a in items):
-                raise ShapeError(f"expects tile sizes (N or *), not {args[:20]!r}", tags_at + m.end())
-            tiles.append(tuple(-1 if a == "*" else int(a) for a in items))
-        elif tag in _TAGS_WITH_ONE_INT:
-            if _LAYOUT_INT.match(args) is None:
-                raise ShapeError(f"expects an integer in {tag}(...), not {args[:20]!r}", tags_at + m.end())
-            if tag == "E":
-                element_bits = int(args)
-            elif tag == "S":
-                memory_space = int(args)
-        previous = tag
-        pos = close + 1
     return Layout(tuple(minor_to_major), tuple(tiles), element_bits, memory_space, text)
 
 
-def _closing_parenthesis(text: str, start: int) -> int:
-    """Where the `)` closing the group whose contents start at `start` is, or -1."""
-    depth = 1
-    for k in range(start, len(text)):
-        c = text[k]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
+def _at_word(r: Reader, word: str) -> bool:
+    return r.kind == "ident" and r.token.text == word
+
+
+class _Refused(AttributeValueError):
+    """What XLA refuses inside a layout's part even though it ignores the part's failure
+    (a failed CHECK)."""
+
+
+def _try(read, *args):
+    """`read(*args)`, or None where it stops at what it cannot read (XLA ignores what its
+    layout's parts return: whatever they read is read)."""
+    try:
+        return read(*args)
+    except _Refused:
+        raise
+    except AttributeValueError:
+        return None
+
+
+def _int_in_parentheses(r: Reader) -> int:
+    """`(n)`; n even without its `)`, which XLA has read by then (ParseLayoutIntAttribute)."""
+    r.expect("(", "expects '('")
+    value = r.int64()
+    r.eat(")")
+    return value
+
+
+def _dim_level_types(r: Reader) -> None:
+    r.expect("(", "expects '('")
+    if r.kind != ")":
+        while True:
+            if not (r.kind == "ident" and r.token.text in ("D", "C", "S", "H")):
+                raise r.error("expects a dimension level type (D, C, S or H)")
+            r.next()
+            r.eat("+")
+            r.eat("~")
+            if not r.eat(","):
+                break
+    r.expect(")", "expects ')'")
+
+
+def _tiles(r: Reader, tiles: list) -> None:
+    """`(dims)` at least once, each dimension an integer or `*` (combine dimensions, -1)."""
+    while True:
+        tile: list[int] = []
+        tiles.append(())
+        r.expect("(", "expects '('")
+        if r.kind != ")":
+            while True:
+                if r.eat("*"):
+                    tile.append(-1)
+                else:
+                    t = r.token
+                    size = r.int64("a tile size")
+                    if size < 0:  # XLA fails a CHECK on it
+                        raise _Refused(f"expects tile sizes (N or *), not {size}", t.at)
+                    tile.append(size)
+                tiles[-1] = tuple(tile)
+                if not r.eat(","):
+                    break
+        r.expect(")", "expects ')'")
+        if r.kind != "(":
+            return
+
+
+def _split_configs(r: Reader) -> None:
+    while True:
+        r.expect("(", "expects '('")
+        r.int64("a dimension")
+        r.expect(":", "expects ':'")
+        if r.kind != ")":
+            r.int64("a split index")
+            while r.eat(","):
+                r.int64("a split index")
+        r.expect(")", "expects ')'")
+        if r.kind != "(":
+            return
 
 
 _TUPLES: dict[tuple[Shape, ...], Shape] = {}

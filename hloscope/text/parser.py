@@ -237,6 +237,17 @@ class Builder(Transformer):
         token = children[0]
         return self._instruction_from_text(str(token), token.line, token.column)
 
+    def instruction_line_continued(self, children):
+        """A printed instruction whose attributes go on over the next lines: one instruction
+        from the line's token and the attributes after it, as XLA reads them."""
+        token = children[0]
+        inst = self._instruction_from_text(str(token), token.line, token.column)
+        attrs = inst.attributes
+        written = attrs.split_tail(token) if attrs.tail else list(attrs.written())
+        inst.attributes = Attributes([str(a) for a in written]
+                                     + [str(self._inline_callees(a)) for a in children[1:]])
+        return inst
+
     def _instruction_from_text(self, text: str, line: int, column: int) -> Instruction:
         inst = _split_instruction(text, line, column)
         attrs = inst.attributes
