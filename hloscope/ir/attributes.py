@@ -180,14 +180,17 @@ _ALIAS_ENTRY = re.compile(
 _ENTRY_END = re.compile(r"\s*(?:,|\Z)")
 
 
-def decode_input_output_alias(text: str, strict: bool = False) -> tuple[ParameterAlias, ...]:
-    """`{ {0}: (0, {}, may-alias), {1}: (1, {2}) }` → one ParameterAlias per entry.
+def decode_input_output_alias(text: str, strict: bool = False, keep_repeats: bool = False
+                               ) -> tuple[ParameterAlias, ...]:
+    """`{ {0}: (0, {}, may-alias), {1}: (1, {2}) }` → one ParameterAlias per entry. An output
+    index named again is dropped, as XLA keeps the first (its aliases are a map by output
+    index), unless `keep_repeats` (one entry per written entry, in text order).
 
     Lenient by default (analyses: what is not an entry is skipped). `strict` reads it as
     XLA's parser does, the braces and every entry, and raises AliasSyntaxError at the first
     entry it cannot read (`offset` into `text`, at its first non-blank character)."""
     if not strict:
-        return tuple(_alias(m) for m in _ALIAS_ENTRY.finditer(text))
+        return _first_per_output([_alias(m) for m in _ALIAS_ENTRY.finditer(text)], keep_repeats)
     body = text.strip()
     if not (body.startswith("{") and body.endswith("}")):
         raise AliasSyntaxError("expects '{' to start input_output_alias", text.find(body))
@@ -203,6 +206,18 @@ def decode_input_output_alias(text: str, strict: bool = False) -> tuple[Paramete
             raise AliasSyntaxError("malformed input_output_alias entry", base + start)
         out.append(_alias(m))
         pos = end.end()
+    return _first_per_output(out, keep_repeats)
+
+
+def _first_per_output(aliases: list[ParameterAlias], keep_repeats: bool) -> tuple[ParameterAlias, ...]:
+    if keep_repeats or len({a.output_index for a in aliases}) == len(aliases):
+        return tuple(aliases)
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for a in aliases:
+        if a.output_index not in seen:
+            seen.add(a.output_index)
+            out.append(a)
     return tuple(out)
 
 

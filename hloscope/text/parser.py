@@ -870,7 +870,7 @@ class LazyBody:
             try:
                 instructions, root, original = self._read_or_copy(computation, copies)
                 if computation is module.entry:  # never a known copy (`_read_or_copy`)
-                    _check_aliases(module, instructions, root)
+                    _check_aliases(module, root)
             except HloSyntaxError as e:
                 verdict.decide(e)
                 raise
@@ -1251,7 +1251,7 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
         name = f"module_{entry.name}"
     module = Module(name, Attributes([str(t) for t in attr_tokens]), comps, entry, tables)
     if entry.is_read:
-        _check_aliases(module, entry.instructions, entry.root, attr_tokens)
+        _check_aliases(module, entry.root, attr_tokens)
     if not all(c.is_read for c in comps):
         _Verdict.of(module)  # the entry's aliases are checked with its body, when it is
     return module
@@ -1339,7 +1339,7 @@ class _Verdict:
             try:
                 instructions, root = body.check(comp)
                 if comp is module.entry:
-                    _check_aliases(module, instructions, root)
+                    _check_aliases(module, root)
             except HloSyntaxError as e:
                 return e
             original = Original.of(comp, instructions, text, body.line, names) if keys else None
@@ -1368,28 +1368,22 @@ def _first_error_as_data(verdict: _Verdict) -> tuple:
     return () if e is None else (e.message, e.line, e.column, e.source_line, e.filename)
 
 
-def _check_aliases(module: Module, instructions, root: Instruction, attr_tokens=None) -> None:
-    """input_output_alias names entry parameters, and indices of their shapes and of the
-    entry's result, that exist (XLA checks the output side; the memory analysis needs both).
-    The error points into the header's attribute: its token when `attr_tokens` are given,
-    else where the text of the entry's module says it."""
+def _check_aliases(module: Module, root: Instruction, attr_tokens=None) -> None:
+    """Each output index input_output_alias names is an index of the entry's result shape,
+    as XLA's parser checks it (HloInputOutputAliasConfig::SetUpAlias). XLA does not check
+    the parameter side when it reads a module (its verifier does): neither does this; the
+    analyses take an alias whose parameter is missing as no alias. The error points into
+    the header's attribute: its token when `attr_tokens` are given, else where the text of
+    the entry's module says it."""
     value = module.attributes.get("input_output_alias")
     if value is None:
         return
-    params = {i.parameter_number: i for i in instructions if i.opcode == "parameter"}
     offsets = input_output_alias_offsets(value)
-    for alias, offset in zip(decode_input_output_alias(value), offsets):
-        param = params.get(alias.parameter)
-        if param is None:
-            problem = f"input_output_alias: the entry has no parameter {alias.parameter}"
-        elif not _is_index_of(param.shape, alias.parameter_index):
-            problem = (f"input_output_alias: {{{','.join(map(str, alias.parameter_index))}}} is not an index of "
-                       f"parameter {alias.parameter}'s shape {param.shape}")
-        elif not _is_index_of(root.shape, alias.output_index):
-            problem = (f"input_output_alias: {{{','.join(map(str, alias.output_index))}}} is not an index of the "
-                       f"entry's result shape {root.shape}")
-        else:
+    for alias, offset in zip(decode_input_output_alias(value, keep_repeats=True), offsets):
+        if _is_index_of(root.shape, alias.output_index):
             continue
+        problem = (f"input_output_alias: {{{','.join(map(str, alias.output_index))}}} is not an index of the "
+                   f"entry's result shape {root.shape}")
         raise _header_error(module, problem, "input_output_alias=", offset, attr_tokens)
 
 
