@@ -18,6 +18,7 @@ from ..ir.attributes import (
     decode_names,
     decode_replica_groups,
 )
+from ..ir.values import xla_int
 from ..ir.module import Instruction
 
 
@@ -75,6 +76,10 @@ def _check_conditional(inst: Instruction) -> None:
 
 
 def _check_get_tuple_element(inst: Instruction) -> None:
+    """One operand and an integer `index=`, as XLA reads them. XLA checks the index against
+    the operand only where it looks the element up: when the shape is left out (it infers
+    it: a failed CHECK past the end) and when the operand is a `tuple` instruction (the
+    element's original value: a failed CHECK past its operands)."""
     if len(inst.operands) != 1:
         _operand_count(inst, 1, "a tuple")
     tail = inst.attributes.tail
@@ -82,11 +87,18 @@ def _check_get_tuple_element(inst: Instruction) -> None:
     index = first.group(1) if first else inst.attributes.uncached("index")
     if index is None:
         raise _at_opcode(inst, "get-tuple-element expects index=")
-    if not _TUPLE_INDEX.fullmatch(index):
+    number = xla_int(index) if _TUPLE_INDEX.fullmatch(index) else None
+    if number is None:
         raise at_attribute(inst, f"index= expects an integer, not {index[:20]!r}", "index=")
-    operand = inst.operands[0].shape
-    if operand.is_tuple and int(index) >= len(operand.tuple_shapes):
-        raise at_attribute(inst, f"index={index} is not an element of {operand}", "index=")
+    operand = inst.operands[0]
+    if operand.opcode == "tuple":
+        count = len(operand.operands)
+    elif inst.shape.element_type == "unknown" and operand.shape.element_type != "unknown":
+        count = len(operand.shape.tuple_shapes)
+    else:
+        return
+    if not 0 <= number < count:
+        raise at_attribute(inst, f"index={index} is not an element of {operand.shape}", "index=")
 
 
 def _check_collective(inst: Instruction) -> None:
@@ -114,8 +126,8 @@ def _needs_to_apply(inst: Instruction) -> None:
     _one_callee(inst, "to_apply")
 
 
-_TUPLE_INDEX = re.compile(r"[0-9]+")
-_LEADING_INDEX = re.compile(r",[ \t]*index=([0-9]+)(?=[,\s]|\Z)")
+_TUPLE_INDEX = re.compile(r"-?[0-9]+")
+_LEADING_INDEX = re.compile(r",[ \t]*index=(-?[0-9]+)(?=[,\s]|\Z)")
 
 
 def _rule_for(opcode: str):
