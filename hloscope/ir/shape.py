@@ -47,6 +47,9 @@ class Layout:
     """`S(n)`: 0 is device memory, 5 host memory on GPU and TPU, others backend-specific."""
     text: str = ""
     """The layout as written, without braces."""
+    rest: tuple = field(default=(), repr=False, compare=False)
+    """What else the layout says that only XLA's check of a tuple's elements reads: (tail
+    padding L(n), whether it names an index or pointer type, split configs SC(d:i,...))."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -239,11 +242,12 @@ def _parse_layout(text: str, rank: int, at: int = 0) -> Layout:
     m = _PLAIN_LAYOUT.fullmatch(text)
     if m is not None:  # as XLA prints most layouts: `1,0`, `1,0:T(8,128)(2,1)S(1)`
         minor_to_major = tuple(int(x) for x in m.group(1).split(",")) if m.group(1) else ()
+        memory_space = int(m.group(4) or 0)
         if len(minor_to_major) != rank:
-            raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
+            minor_to_major = _memory_space_only(minor_to_major, rank, memory_space, at)
         tiles = tuple(tuple(-1 if d == "*" else int(d) for d in t.split(",")) if t else ()
                       for t in _TILE.findall(m.group(2) or ""))
-        return Layout(minor_to_major, tiles, int(m.group(3) or 0), int(m.group(4) or 0), text)
+        return Layout(minor_to_major, tiles, int(m.group(3) or 0), memory_space, text)
     try:
         return _read_layout(Reader("{" + text + "}"), text, rank, at)
     except AttributeValueError as e:
@@ -266,7 +270,9 @@ def _read_layout(r: Reader, text: str, rank: int, at: int) -> Layout:
     r.expect("{", "expects '{'")
     minor_to_major: list[int] = []
     tiles: list[tuple[int, ...]] = []
+    splits: list[tuple[int, tuple[int, ...]]] = []
     element_bits = memory_space = 0
+    tail, typed = 1, False
     if r.kind != "}":
         if r.kind == "int":
             minor_to_major.append(r.int64("a dimension number"))
@@ -281,12 +287,17 @@ def _read_layout(r: Reader, text: str, rank: int, at: int) -> Layout:
                 _try(_tiles, r, tiles)
             if _at_word(r, "L"):
                 r.next()
-                _try(_int_in_parentheses, r)
+                at_l = r.token.at
+                tail = _try(_int_in_parentheses, r)
+                if tail is not None and tail < 1:  # XLA fails a CHECK on it
+                    raise AttributeValueError("expects a tail padding alignment L(n) of at least 1", at_l + 1)
+                tail = 1 if tail is None else tail
             for mark in ("#", "*"):  # index and pointer primitive types, `#(u32)`
                 if r.eat(mark):
                     r.eat("(")
                     if r.kind == "ident" and r.token.text in _PRIMITIVE_TYPES:
                         r.next()
+                        typed = True
                     r.eat(")")
             if _at_word(r, "E"):
                 r.next()
@@ -296,7 +307,7 @@ def _read_layout(r: Reader, text: str, rank: int, at: int) -> Layout:
                 memory_space = _try(_int_in_parentheses, r) or 0
             if _at_word(r, "SC"):
                 r.next()
-                _try(_split_configs, r)
+                _try(_split_configs, r, splits)
             if _at_word(r, "P"):
                 raise r.error("a physical shape P(...) in the layout of an array (XLA refuses it)")
             if _at_word(r, "M"):
@@ -308,8 +319,18 @@ def _read_layout(r: Reader, text: str, rank: int, at: int) -> Layout:
     if not r.at_end():
         raise r.error("unexpected text after the layout")
     if len(minor_to_major) != rank:
-        raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
-    return Layout(tuple(minor_to_major), tuple(tiles), element_bits, memory_space, text)
+        minor_to_major = list(_memory_space_only(tuple(minor_to_major), rank, memory_space, at))
+    rest = (tail, typed, tuple(splits)) if (tail, typed, splits) != (1, False, []) else ()
+    return Layout(tuple(minor_to_major), tuple(tiles), element_bits, memory_space, text, rest)
+
+
+def _memory_space_only(minor_to_major: tuple[int, ...], rank: int, memory_space: int, at: int) -> tuple[int, ...]:
+    """A layout that orders no dimension but names a memory space, `{:S(1)}`, which the
+    newest XLA reads (and prints) as the default order in that space; any other layout
+    must order every dimension, as XLA's parser requires."""
+    if not minor_to_major and memory_space != 0:
+        return tuple(range(rank - 1, -1, -1))
+    raise ShapeError(f"the layout orders {len(minor_to_major)} dimensions of a shape of rank {rank}", at)
 
 
 def _at_word(r: Reader, word: str) -> bool:
@@ -378,15 +399,19 @@ def _tiles(r: Reader, tiles: list) -> None:
             return
 
 
-def _split_configs(r: Reader) -> None:
+def _split_configs(r: Reader, splits: list) -> None:
     while True:
         r.expect("(", "expects '('")
-        r.int64("a dimension")
+        dim = r.int64("a dimension")
+        indices: list[int] = []
+        splits.append((dim, ()))
         r.expect(":", "expects ':'")
         if r.kind != ")":
-            r.int64("a split index")
+            indices.append(r.int64("a split index"))
+            splits[-1] = (dim, tuple(indices))
             while r.eat(","):
-                r.int64("a split index")
+                indices.append(r.int64("a split index"))
+                splits[-1] = (dim, tuple(indices))
         r.expect(")", "expects ')'")
         if r.kind != "(":
             return
@@ -395,14 +420,65 @@ def _split_configs(r: Reader) -> None:
 _TUPLES: dict[tuple[Shape, ...], Shape] = {}
 
 
+class TupleElementError(ShapeError):
+    """An element of a tuple shape that XLA refuses there; `element` is its position."""
+
+    def __init__(self, message: str, element: int):
+        super().__init__(message, 0)
+        self.element = element
+
+
 def tuple_shape(elements) -> Shape:
-    """The tuple of the given shapes (interned)."""
+    """The tuple of the given shapes (interned). Raises TupleElementError for an array
+    element XLA's parser refuses in a tuple: it validates a tuple's elements
+    (ShapeUtil::ValidateShapeWithOptionalLayout), where it leaves an array alone."""
     key = tuple(elements)
     shape = _TUPLES.get(key)
     if shape is None:
+        for k, element in enumerate(key):
+            problem = _problem_in_tuple(element)
+            if problem:
+                raise TupleElementError(f"in a tuple, XLA refuses {element.text}: {problem}", k)
         text = "(" + ", ".join(s.text for s in key) + ")"
         shape = _TUPLES[key] = Shape("tuple", (), (), None, key, text)
     return shape
+
+
+def _problem_in_tuple(shape: Shape) -> str | None:
+    """Why XLA's ValidateShapeWithOptionalLayout refuses an array shape (None if it does not):
+    dimensions or bytes beyond int64, a layout whose minor_to_major is no permutation, that
+    names an index or pointer type, has an empty tile or one of size < 1 (other than `*`), a
+    negative element size, or split configs out of range."""
+    if not shape.is_array or shape.element_type == "buffer":
+        return None
+    product = 1
+    for d in shape.dimensions:
+        if d != UNBOUNDED:
+            product *= d
+    if product * max(1, ELEMENT_BITS.get(shape.element_type, 8) // 8) > _INT64_MAX:
+        return "its size overflows int64"
+    layout = shape.layout
+    if layout is None:
+        return None
+    rank = len(shape.dimensions)
+    if sorted(layout.minor_to_major) != list(range(rank)):
+        return "its layout's minor_to_major is not a permutation of its dimensions"
+    tail, typed, splits = layout.rest or (1, False, ())
+    if typed:
+        return "its layout names an index or pointer type (sparse arrays only)"
+    if any(not tile or any(d <= 0 and d != -1 for d in tile) for tile in layout.tiles):
+        return "its layout has an empty tile or a tile dimension below 1"
+    if layout.element_size_in_bits < 0:
+        return "its layout's element size is negative"
+    seen = set()
+    for dim, indices in splits:
+        if not 0 <= dim < rank or dim in seen:
+            return "its layout splits a dimension out of range or twice"
+        seen.add(dim)
+        size = shape.dimensions[layout.minor_to_major[rank - 1 - dim]]
+        if list(indices) != sorted(set(indices)) or (indices and (indices[0] <= 0 or indices[-1] >= size)):
+            return "its layout's split indices are not increasing within the dimension"
+    return None
 
 
 UNKNOWN = Shape("unknown", text="")
@@ -433,7 +509,8 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
-_ARRAY_AT = re.compile(r"[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})?")
+_ARRAY_AT = re.compile(r"[a-z][a-z0-9]*\s*\[[^\]]*\](?:\s*(?=\{\s*[\-0-9:])\{(?:[^{}]|\{[^{}]*\})*\})?")
+"""An array shape inside a tuple's text, as the grammar's ARRAY_SHAPE takes it."""
 _MAX_NESTING = 64
 """Tuples nested deeper than this are refused (XLA prints four levels at most)."""
 
@@ -465,10 +542,10 @@ class _TupleReader:
         start = self.pos
         if text.startswith("b(", start):
             self.pos += 1
-            inner = self.shape(depth + 1)
-            if len(inner.tuple_shapes) != 1 or inner.tuple_shapes[0].is_tuple:
+            inner, _ = self.elements(depth + 1)  # XLA checks no layout in a buffer
+            if len(inner) != 1 or inner[0].is_tuple:
                 raise ShapeError("a buffer b(...) holds one array", start)
-            return buffer_shape(inner.tuple_shapes[0])
+            return buffer_shape(inner[0])
         if not text.startswith("(", start):
             m = _ARRAY_AT.match(text, start)
             if not m:
@@ -478,18 +555,30 @@ class _TupleReader:
                 return parse_array_shape(m.group(0))
             except ShapeError as e:
                 raise e.shifted(start) from None
+        elements, starts = self.elements(depth)
+        try:
+            return tuple_shape(elements)
+        except TupleElementError as e:
+            raise ShapeError(str(e), starts[e.element]) from None
+
+    def elements(self, depth: int) -> tuple[list[Shape], list[int]]:
+        """The shapes of a parenthesized list (the `(` is at `pos`) and where each starts."""
+        text = self.text
         self.pos += 1
         elements: list[Shape] = []
+        starts: list[int] = []
         self.skip_blanks()
         if text.startswith(")", self.pos):
             self.pos += 1
-            return tuple_shape(elements)
+            return elements, starts
         while True:
+            self.skip_blanks()
+            starts.append(self.pos)
             elements.append(self.shape(depth + 1))
             self.skip_blanks()
             if text.startswith(")", self.pos):
                 self.pos += 1
-                return tuple_shape(elements)
+                return elements, starts
             if not text.startswith(",", self.pos):
                 raise ShapeError("expects ',' or ')' in the tuple shape", self.pos)
             self.pos += 1

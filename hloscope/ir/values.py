@@ -41,8 +41,8 @@ def xla_int(digits: str) -> int | None:
 
 class Token(NamedTuple):
     kind: str
-    """`int`, `string`, `ident`, `attr` (`name=`), `name` (`name:`), `leq` (`<=`), a
-    punctuation character, or `end`."""
+    """`int`, `string`, `ident`, `attr` (`name=`), `name` (`name:`), `percent` (`%name`),
+    `leq` (`<=`), a punctuation character, or `end`."""
     text: str
     """An int's digits, a string's content (escapes resolved), an ident's or name's text."""
     at: int
@@ -50,13 +50,15 @@ class Token(NamedTuple):
 
 
 # One token at a time, whitespace and comments skipped before it. An integer is only an
-# integer when no float, `2x2` or `1_2` pattern of XLA's lexer goes on from its digits.
+# integer when no float (`1.5`, `1e5`), `2x2` or `1_2` pattern of XLA's lexer goes on from
+# its digits (`1E(` is an integer and a name).
 _TOKEN = re.compile(r"""
     (?:\s+|/\*.*?\*/|//[^\n]*)*
     (?:
-      (?P<int>-?[0-9]+)(?![0-9.eExX_])
+      (?P<int>-?[0-9]+)(?![0-9.]|[eE][+-]?[0-9]|x[0-9]|_-?[0-9])
     | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
     | (?P<word>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<after>[=:])?
+    | %(?P<percent>[A-Za-z_][A-Za-z0-9_.\-]*)
     | (?P<leq><=)
     | (?P<punct>[\[\]{}(),=:?*\#+~])
     | (?P<end>\Z)
@@ -93,6 +95,8 @@ def tokens(text: str) -> list[Token]:
             after = m.group("after")
             word = m.group("word")
             out.append(Token({"=": "attr", ":": "name"}.get(after or "", "ident"), word, start))
+        elif kind == "percent":
+            out.append(Token("percent", m.group("percent"), start - 1))
         elif kind == "leq":
             out.append(Token("leq", "<=", start))
         elif kind == "punct":
@@ -172,3 +176,40 @@ class Reader:
 
     def at_end(self) -> bool:
         return self.kind == "end"
+
+
+def int_lists(text: str, what: str) -> list[list[int]]:
+    """`{{0,1},{2,3}}`: XLA's ParseInt64ListList (`{}` and `{{}}` included)."""
+    r = Reader(text.strip())
+    r.expect("{", "expects '{'")
+    out: list[list[int]] = []
+    if r.kind != "}":
+        out.append(r.int_list("{", "}", what))
+        while r.eat(","):
+            out.append(r.int_list("{", "}", what))
+    r.expect("}", "expects '}' to end the list")
+    if not r.at_end():
+        raise r.error(f"unexpected {r.token.text[:20] or r.kind!r} after the list")
+    return out
+
+
+def name_list(text: str) -> list[str]:
+    """`{a, %b}`: XLA's ParseInstructionNames (at least one name, `%` optional)."""
+    r = Reader(text.strip())
+    r.expect("{", "expects '{' at the beginning of instruction name list")
+    out = []
+    while True:
+        t = r.token
+        if t.kind == "ident":
+            out.append(t.text)
+        elif t.kind == "percent":
+            out.append(t.text)
+        else:
+            raise r.error("expects an instruction name")
+        r.next()
+        if not r.eat(","):
+            break
+    r.expect("}", "expects '}' at the end of instruction name list")
+    if not r.at_end():
+        raise r.error(f"unexpected {r.token.text[:20] or r.kind!r} after the names")
+    return out

@@ -33,10 +33,12 @@ from ..ir.attributes import (
     input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
+from ..ir.values import name_list, xla_int
 from ..ir.shape import (
     UNKNOWN,
     Shape,
     ShapeError,
+    TupleElementError,
     buffer_shape,
     parse_array_shape,
     parse_shape,
@@ -163,7 +165,13 @@ class Builder(Transformer):
             raise HloSyntaxError(str(e), *_place(str(item), 0, e.offset, item.line, item.column)) from None
 
     def tuple_shape(self, children):
-        return tuple_shape([self._shape(c) for c in children])
+        elements = [self._shape(c) for c in children]
+        try:
+            return tuple_shape(elements)
+        except TupleElementError as e:
+            bad = children[e.element]
+            token = bad if isinstance(bad, Token) else next((c for c in children if isinstance(c, Token)), None)
+            raise HloSyntaxError(str(e), getattr(token, "line", 1) or 1, getattr(token, "column", 1) or 1) from None
 
     def buffer_shape(self, children):
         return buffer_shape(self._shape(children[-1]))
