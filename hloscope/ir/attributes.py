@@ -18,7 +18,7 @@ from lark import Token
 
 from ..grammar import attribute_pattern
 from .replica_groups import MAX_PARTICIPANTS, ReplicaGroups, decode_replica_groups  # noqa: F401 (re-exported)
-from .values import AttributeValueError, xla_int  # noqa: F401 (AttributeValueError re-exported)
+from .values import AttributeValueError, int_lists, xla_int  # noqa: F401 (AttributeValueError re-exported)
 
 _STRING = r'"(?:[^"\\]|\\.)*"'
 _KEY_VALUE = re.compile(r'([A-Za-z_][\w.\-]*)\s*=\s*(' + _STRING + r"|\{[^{}]*\}|[^\s,}]+)")
@@ -132,8 +132,13 @@ def decode_json(text: str) -> Any:
 
 
 def decode_pairs(text: str) -> tuple[tuple[int, int], ...]:
-    """`source_target_pairs={{0,1},{1,2}}` → ((0, 1), (1, 2))."""
-    return tuple(tuple(decode_int_list(p)) for p in split_top_level(_strip_braces(text)))  # type: ignore[misc]
+    """`source_target_pairs={{0,1},{1,2}}` → ((0, 1), (1, 2)), read as XLA reads it (a list
+    of int64 lists, each of two); AttributeValueError for anything else."""
+    pairs = int_lists(text, "device ids (integers)")
+    for pair in pairs:
+        if len(pair) != 2:
+            raise AttributeValueError("expects 'source_target_pairs=' to be a list of pairs", 0)
+    return tuple((a, b) for a, b in pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +178,11 @@ class AliasSyntaxError(ValueError):
         self.offset = offset
 
 
-_SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
+# A shape index as XLA's ParseShapeIndex reads it (a comma may close the list: `{0,}`).
+SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*(?:,\s*)?)?\}"
+# An entry; XLA reads one whose parameter number is missing (its number is then undefined).
 _ALIAS_ENTRY = re.compile(
-    "(" + _SHAPE_INDEX + r")\s*:\s*\(\s*(\d+)\s*,\s*(" + _SHAPE_INDEX + r")\s*(?:,\s*([\w\-]+)\s*)?\)"
+    "(" + SHAPE_INDEX + r")\s*:\s*\(\s*(\d+)?\s*,\s*(" + SHAPE_INDEX + r")\s*(?:,\s*([\w\-]+)\s*)?\)"
 )
 _ENTRY_END = re.compile(r"\s*(?:,|\Z)")
 
@@ -204,6 +211,11 @@ def decode_input_output_alias(text: str, strict: bool = False, keep_repeats: boo
         end = _ENTRY_END.match(inner, m.end()) if m is not None else None
         if end is None:
             raise AliasSyntaxError("malformed input_output_alias entry", base + start)
+        if m.group(4) is not None and m.group(4) not in ("may-alias", "must-alias"):
+            raise AliasSyntaxError(f"unexpected aliasing kind {m.group(4)!r}: may-alias or must-alias",
+                                   base + m.start(4))
+        if m.group(2) is not None and (xla_int(m.group(2)) or 0) < 0:  # XLA: param_number >= 0
+            raise AliasSyntaxError("expects a parameter number of at least 0", base + m.start(2))
         out.append(_alias(m))
         pos = end.end()
     return _first_per_output(out, keep_repeats)
@@ -227,8 +239,14 @@ def input_output_alias_offsets(text: str) -> tuple[int, ...]:
 
 
 def _alias(m: re.Match) -> ParameterAlias:
-    return ParameterAlias(decode_int_list(m.group(1)), int(m.group(2)), decode_int_list(m.group(3)),
+    number = int(m.group(2)) if m.group(2) is not None else NO_PARAMETER
+    return ParameterAlias(decode_int_list(m.group(1)), number, decode_int_list(m.group(3)),
                           m.group(4) or "may-alias")
+
+
+NO_PARAMETER = -1
+"""The parameter of an alias written without its number (XLA reads `{0}: (, {})` with a
+number it leaves undefined): one no parameter has, so the alias names none."""
 
 
 COMPUTATION_ATTRIBUTES = (

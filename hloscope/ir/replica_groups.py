@@ -213,6 +213,8 @@ class _Mesh:
     devices: tuple
     """("iota",) for the row-major identity, ("iota", reshape, perm), ("list", ids), or
     ("maximal", id) / ("empty",) for meshes without axes."""
+    quirk: str = ""
+    """What of the text only jaxlib 0.10.2's XLA reads (the newest refuses it), if anything."""
 
     @property
     def num_elements(self) -> int:
@@ -232,11 +234,15 @@ def _read_mesh(r: Reader, text: str) -> ReplicaGroups:
     not `device_ids=` follows) and device_ids whose iota size differs from the mesh's; the
     newest XLA takes groups of one device (`{}`, or axes of size 1), which 0.10.2 refuses."""
     mesh = _read_mesh_devices(r)
+    axes_at = r.token.at
     axes = _read_axes(r, mesh)
     _validate_axes(axes, mesh)
     size = 1
     for index, sub in axes:
         size *= sub[1] if sub else mesh.sizes[index]
+    if size <= 1 and mesh.quirk:
+        # Read by 0.10.2 only, groups of one device by the newest only: by neither together.
+        raise AttributeValueError(f"groups of {size} device(s) with {mesh.quirk}: no XLA release reads both", axes_at)
     groups = _c_div(mesh.num_elements, size) if size else None
     return ReplicaGroups("mesh", text, groups, size, (mesh, tuple(axes)))
 
@@ -272,14 +278,19 @@ def _read_mesh_devices(r: Reader) -> _Mesh:
         if name in names[:k]:  # Mesh::Validate (a failed CHECK in XLA)
             raise AttributeValueError(f"mesh axis {name!r} is named twice", name_at[k])
     devices: tuple = ("iota",)
+    quirk = ""
     if r.eat(","):
         # jaxlib 0.10.2 eats the comma and a `name=` after it, and reads device ids only
         # when the name is device_ids; anything else leaves the plain row-major mesh.
+        quirk = "a comma after the mesh and no device_ids"
         if r.kind == "attr":
             name = r.next().text
             if name == "device_ids":
                 devices = _read_device_ids(r, sizes)
-    return _Mesh(tuple(names), tuple(sizes), devices)
+                quirk = ""
+                if devices[0] == "iota" and _product(devices[1]) != _product(sizes):
+                    quirk = "device_ids of another size than the mesh"
+    return _Mesh(tuple(names), tuple(sizes), devices, quirk)
 
 
 def _read_device_ids(r: Reader, sizes: list[int]) -> tuple:

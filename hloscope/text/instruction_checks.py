@@ -16,6 +16,7 @@ from ..ir.attributes import (
     AttributeValueError,
     decode_int,
     decode_names,
+    decode_pairs,
     decode_replica_groups,
 )
 from ..ir.values import xla_int
@@ -104,7 +105,8 @@ def _check_get_tuple_element(inst: Instruction) -> None:
 def _check_collective(inst: Instruction) -> None:
     """The attributes the collectives analysis decodes, decoded once here as XLA reads them."""
     attributes = inst.attributes
-    for key, decode in (("channel_id", decode_int), ("replica_groups", decode_replica_groups)):
+    for key, decode in (("channel_id", decode_int), ("replica_groups", decode_replica_groups),
+                        ("source_target_pairs", decode_pairs)):
         value = attributes.uncached(key)
         if value is not None:
             try:

@@ -26,6 +26,8 @@ from ..errors import HloSyntaxError
 from ..executor import Executor, Job
 from ..ir.attributes import (
     COMPUTATION_ATTRIBUTES,
+    AttributeValueError,
+    SHAPE_INDEX,
     AliasSyntaxError,
     Attributes,
     decode_input_output_alias,
@@ -1221,7 +1223,12 @@ def _undefined(ref, inst: Instruction, instructions) -> HloSyntaxError:
 
 
 def _check_control_predecessors(inst, value: str, by_name, instructions) -> None:
-    for ref in decode_names(value):
+    try:
+        refs = name_list(value)  # as XLA's ParseInstructionNames reads the value
+    except AttributeValueError as e:
+        raise at_attribute(inst, f"control-predecessors: {e}", "control-predecessors=",
+                           e.offset + len(value) - len(value.lstrip())) from None
+    for ref in refs:
         if ref not in by_name:
             # The column is found in the source line (HloSyntaxError.hint), as for operands.
             message = (f"control predecessor '{ref}' is used before it is defined"
@@ -1244,7 +1251,13 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
         # XLA takes the last computation as the entry when none is marked.
         entry = comps[-1]
         entry.is_entry = True
+    seen_attributes: set[str] = set()
     for token in attr_tokens:
+        key = str(token).lstrip(", \t\r\n").partition("=")[0]
+        if key in seen_attributes:  # XLA: "attribute ... already exists"
+            raise HloSyntaxError(f"attribute {key} already exists", *_place(str(token), 0, str(token).find(key),
+                                                                           token.line, token.column))
+        seen_attributes.add(key)
         _check_module_attribute(token)
     uniquify_computation_names(comps)
     if any(not c.is_read for c in comps) and renames_needed(known or [NameFacts.of(comps)]):
@@ -1429,8 +1442,8 @@ def _header_error(module: Module, message: str, written: str, offset: int, attr_
     return HloSyntaxError(message, 1, 1, None, module.source_path or "<string>")
 
 
-_SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\}"
-_DONOR_ENTRY = re.compile(r"\s*\(\s*\d+\s*,\s*" + _SHAPE_INDEX + r"\s*\)\s*(?:,|\Z)")
+# A buffer donor entry (XLA reads one whose parameter number is missing, as for aliases).
+_DONOR_ENTRY = re.compile(r"\s*\(\s*(\d+\s*)?,\s*" + SHAPE_INDEX + r"\s*\)\s*(?:,|\Z)")
 
 
 def _check_module_attribute(token) -> None:
@@ -1454,6 +1467,8 @@ def _check_module_attribute(token) -> None:
     pos = 0
     while inner[pos:].strip():
         m = _DONOR_ENTRY.match(inner, pos)
+        if m is not None and m.group(1) is not None and (xla_int(m.group(1).strip()) or 0) < 0:
+            m = None  # XLA: param_number >= 0 (2^64 - 1 reads as -1)
         if m is None:
             k = written.find(body) + 1 + pos + (len(inner[pos:]) - len(inner[pos:].lstrip()))
             raise HloSyntaxError(f"malformed {name} entry", token.line, token.column + k)
