@@ -171,3 +171,217 @@ def parse_buffer_assignment_dump(text: str) -> list[dict]:
         elif line.startswith("Total bytes") or line.startswith("Used values"):
             current = None
     return allocations
+
+
+# ─── XLA's parser and collectives in a process of their own ────────────────────────────
+#
+# XLA refuses some malformed text with a failed CHECK, which aborts the process it runs
+# in (jaxlib 0.10.2: an unknown mesh axis, device_ids that are no permutation, a sub-axis
+# that does not divide its axis). Texts are parsed in a child of a worker process that has
+# imported jax, forked again after each abort; an abort counts as a refusal.
+
+_PARSE_WORKER = r"""
+import json, os, select, signal, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from jax._src.lib import xla_client as xc
+
+def parse_each(requests, answers):
+    for line in requests:
+        try:
+            xc.hlo.hlo_module_from_text(json.loads(line))
+            answer = ""
+        except Exception as e:  # XLA's error, whatever its type
+            answer = str(e) or type(e).__name__
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    os._exit(0)
+
+def fork():
+    # A child forked from this process (jax imported once) parses until an abort kills it.
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(down_w)
+        os.close(up_r)
+        parse_each(os.fdopen(down_r), os.fdopen(up_w, "w"))
+    os.close(down_r)
+    os.close(up_w)
+    return pid, os.fdopen(down_w, "w"), os.fdopen(up_r)
+
+def ask(child, line):
+    # The child's answer; "" when it aborted (a failed CHECK), None when it did not answer
+    # in time (a forked child has been seen to spin: it is killed and the text asked again).
+    pid, requests, answers = child
+    requests.write(line)
+    requests.flush()
+    if not select.select([answers], [], [], 30)[0]:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return None
+    answer = answers.readline()
+    if not answer:
+        os.waitpid(pid, 0)
+    return answer
+
+child = None
+for line in sys.stdin:
+    for attempt in range(2):
+        if child is None:
+            child = fork()
+        answer = ask(child, line)
+        if answer:
+            break
+        child = None
+        if answer == "":
+            answer = json.dumps("aborted") + "\n"
+            break
+    else:
+        answer = json.dumps("no answer in time") + "\n"
+    sys.stdout.write(answer)
+    sys.stdout.flush()
+"""
+
+
+class XlaParserProcess:
+    """XLA's C++ parser (`hlo_module_from_text`) in a worker process: `errors(texts)` gives,
+    for each text, None where XLA reads it, else its message ("aborted" for a failed CHECK).
+    `python`: the interpreter whose jaxlib to use (another XLA release), this one's by default."""
+
+    def __init__(self, python: str | None = None):
+        import sys
+
+        self.python = python or sys.executable
+        self._proc = None
+
+    def _start(self):
+        import subprocess
+
+        self._proc = subprocess.Popen([self.python, "-c", _PARSE_WORKER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def error(self, text: str) -> str | None:
+        import json
+
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        self._proc.stdin.write(json.dumps(text) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:  # the worker aborted (a failed CHECK)
+            self._proc.wait()
+            self._proc = None
+            return "aborted"
+        answer = json.loads(line)
+        return answer or None
+
+    def errors(self, texts) -> list[str | None]:
+        return [self.error(t) for t in texts]
+
+    def close(self):
+        if self._proc is not None:
+            self._proc.stdin.close()
+            self._proc.wait()
+            self._proc = None
+
+
+_GROUPS_WORKER = r"""
+import json, os, re, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=16"
+os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import jax
+import jax.extend
+from jax._src.interpreters import mlir
+from jax._src.lib import xla_client as xc
+from jax._src.lib.mlir import ir
+
+ADD = "add {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n  ROOT c = s32[] add(a, b)\n}\n"
+
+def listed(groups):
+    # XLA's own expansion: the HLO-to-StableHLO translation lists the groups it reads.
+    text = ("HloModule m, replica_count=16\n" + ADD + "ENTRY e {\n  p = s32[4] parameter(0)\n"
+            "  ROOT r = s32[4] all-reduce(p), replica_groups=" + groups + ", to_apply=add\n}\n")
+    module = xc.hlo.hlo_module_from_text(text)
+    with mlir.make_ir_context():
+        stablehlo = str(ir.Module.parse(xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())))
+    m = re.search(r"replica_groups = dense<(.*?)> : tensor<(\d+)x(\d+)xi64>", stablehlo)
+    value, rows, cols = json.loads(m.group(1) or "[]"), int(m.group(2)), int(m.group(3))
+    if not isinstance(value, list):  # a splat: every id the same
+        value = [[value] * cols for _ in range(rows)]
+    return value
+
+def run(groups, n, size):
+    # XLA's runtime: each of n replicas gathers the replica ids of its group, in group order
+    # (XLA's verifier refuses the program unless `size` is the size of the groups).
+    text = ("HloModule m, replica_count=" + str(n) + "\nENTRY e {\n  i = u32[] replica-id()\n"
+            "  r = u32[1] reshape(i)\n  ROOT g = u32[" + str(size) + "] all-gather(r), replica_groups="
+            + groups + ", dimensions={0}\n}\n")
+    module = xc.hlo.hlo_module_from_text(text)
+    backend = jax.extend.backend.get_backend("cpu")
+    options = xc.CompileOptions()
+    build = options.executable_build_options
+    build.num_replicas, build.num_partitions = n, 1
+    build.device_assignment = xc.DeviceAssignment.create(np.arange(n).reshape(n, 1))
+    executable = backend.compile_and_load(xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto()),
+                                          xc._xla.DeviceList(tuple(backend.devices()[:n])), options)
+    out = executable.execute_sharded([]).disassemble_into_single_device_arrays()[0]
+    return [np.asarray(a).tolist() for a in out]
+
+def devices(tiling):
+    return xc.hlo.HloSharding.from_string("{devices=" + tiling + "}").tile_assignment_devices()
+
+for line in sys.stdin:
+    request = json.loads(line)
+    try:
+        if request[0] == "listed":
+            answer = listed(request[1])
+        elif request[0] == "run":
+            answer = run(request[1], request[2], request[3])
+        else:
+            answer = devices(request[1])
+    except Exception as e:
+        answer = {"error": str(e)[:300]}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+"""
+
+
+class XlaGroupsProcess:
+    """XLA's answers on replica groups, in a worker process with 16 CPU devices:
+    `listed(groups)` (XLA's expansion of an explicit or iota list, as its HLO-to-StableHLO
+    translation lists it), `run(groups, n, size)` (what each of n replicas gathers from its
+    group of `size` when the program runs: the group's members in their order; XLA refuses
+    the program unless the groups are of that size), `devices(tiling)` (the
+    devices of a tile assignment such as `[4,2]<=[2,4]T(1,0)`, as HloSharding expands it)."""
+
+    def __init__(self):
+        import subprocess
+        import sys
+
+        self._proc = subprocess.Popen([sys.executable, "-c", _GROUPS_WORKER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def _ask(self, *request):
+        import json
+
+        self._proc.stdin.write(json.dumps(request) + "\n")
+        self._proc.stdin.flush()
+        answer = json.loads(self._proc.stdout.readline())
+        if isinstance(answer, dict):
+            raise RuntimeError(f"XLA could not answer {request}: {answer['error']}")
+        return answer
+
+    def listed(self, groups: str) -> list[list[int]]:
+        return self._ask("listed", groups)
+
+    def run(self, groups: str, n: int, size: int) -> list[list[int]]:
+        return self._ask("run", groups, n, size)
+
+    def devices(self, tiling: str) -> list[int]:
+        return self._ask("devices", tiling)
+
+    def close(self):
+        self._proc.stdin.close()
+        self._proc.wait()
