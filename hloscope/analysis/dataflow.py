@@ -410,6 +410,42 @@ class _Builder:
                     v.wrapped_step = info.wrapped
                 out[idx] = v
 
+    def rule_permute_start(self, inst: Instruction, info: opcodes.OpInfo, params) -> None:
+        """XLA's native collective-permute-start, `(operands, results, context...)`: new
+        `{}`, `{1}` and context elements, then `{1,i}` where there are several results (in
+        XLA's order: it numbers values by it). `{0}` forwards the one operand; of several,
+        `{0,i}` is operand i and `{0}` holds no value: XLA defines none there, so no tuple
+        table (unlike an all-gather-start's or an async wrapper's). In the in-place form
+        (`permute_in_place`) `{0}` forwards the input (its elements, of a tuple), and
+        `{1,i}` are new where the output buffer, operand 1, is a tuple."""
+        ops, shape = inst.operands, inst.shape
+        if not shape.tuple_shapes or not ops:
+            self.define_all(inst)
+            return
+        indices = dict(_indices(shape))
+        out: dict[tuple, Value] = {}
+        self.sets[inst] = out
+        in_place = permute_in_place(inst)
+        fresh = [(), (1,), *((k,) for k in range(2, len(shape.tuple_shapes)))]
+        if in_place:
+            results = ops[1].shape.tuple_shapes if ops[1].shape.is_tuple else ()
+        else:
+            results = ops if len(ops) > 1 else ()
+        fresh += [(1, i) for i in range(len(results))]
+        for idx in fresh:
+            if idx in indices:
+                out[idx] = self.new(inst, idx, indices[idx])
+        if not in_place and len(ops) > 1:
+            sources = [((0, i), self.sets[o].get(())) for i, o in enumerate(ops)]
+        elif ops[0].shape.is_tuple:
+            sources = [((0, i), self.sets[ops[0]].get((i,))) for i in range(len(ops[0].shape.tuple_shapes))]
+        else:
+            sources = [((0,), self.sets[ops[0]].get(()))]
+        for idx, v in sources:
+            if idx in indices and v is not None:
+                out[idx] = v
+        self.async_wrapped[inst] = None
+
     def run_while(self, inst: Instruction) -> None:
         cond, body = loop_parts(inst)
         if body is None or not inst.operands:
@@ -455,6 +491,7 @@ _VALUE_RULES = {
     "done": _Builder.rule_done,
     "copy-start": _Builder.rule_copy_start,
     "async-start": _Builder.rule_async_start,
+    "permute-start": _Builder.rule_permute_start,
     "while": _Builder.rule_while,
     "call": _Builder.rule_call,
     "conditional": _Builder.rule_conditional,
@@ -464,6 +501,14 @@ assert _VALUE_RULES.keys() == set(opcodes.VALUE_RULES), "every value rule of the
 
 
 _UNKNOWN = object()
+
+
+def permute_in_place(inst: Instruction) -> bool:
+    """XLA's in-place collective-permute (`HloCollectivePermuteInstruction::inplace`): one
+    with `slice_sizes` of at least one list (its parser then asks for four operands: input,
+    output buffer, input and output offsets)."""
+    sizes = inst.attributes.get("slice_sizes")
+    return sizes is not None and "".join(sizes.split()) != "{}" and len(inst.operands) == 4
 
 
 def wraps_collectives(module: Module) -> bool | None:
@@ -560,6 +605,10 @@ def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None,
     k = op.in_place_operand
     if k is not None:
         return [((), k, ())]
+    out = op.sliced_in_place_output
+    if out is not None and permute_in_place(inst):
+        buffer = inst.operands[1].shape
+        return [(out, 1, ())] + [(out + (i,), 1, (i,)) for i in range(len(buffer.tuple_shapes))]
     if op.in_place_each_operand:
         # The result shares its operand's buffer and allocation, the operand's live range
         # handing over to it at the start: one buffer, not a heap share.

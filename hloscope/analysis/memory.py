@@ -632,19 +632,29 @@ def _is_sugar(df: Dataflow, start: Instruction) -> bool:
 
 def _undecided_note(df: Dataflow, platform: str) -> str | None:
     """What the starts whose text does not say native op or async wrapper (read as native,
-    `Dataflow.undecided`) would add as wrappers: the hidden wrapped ROOT's tuple table each
-    (`_tuple_tables`), above the heap."""
+    `Dataflow.undecided`) would add as wrappers, above the heap: the hidden wrapped ROOT's
+    tuple table each (`_tuple_tables`), and the table of the operands `{0}` where the native
+    op has none (a collective-permute-start's; an async-start defines it)."""
     if not df.undecided:
         return None
-    tables = [out for start in df.undecided
-              if (out := df.value_sets.get(start, {}).get((1,))) is not None and out.shape.is_tuple]
+    sizes = []
+    for start in df.undecided:
+        out = df.value_sets.get(start, {}).get((1,))
+        if out is not None and out.shape.is_tuple:
+            sizes.append(out.size)
+        operands = start.shape.at((0,))
+        if operands.is_tuple and (0,) not in df.value_sets.get(start, {}):
+            # A table of a pointer per operand: as large as the result's, one per operand too.
+            same = out is not None and out.shape.is_tuple and len(out.shape.tuple_shapes) == len(operands.tuple_shapes)
+            sizes.append(out.size if same else operands.padded_byte_size)
     alignment = _alignment(platform, 0, None)
-    most = sum(_round_up(v.size, alignment) for v in tables)
+    most = sum(_round_up(size, alignment) for size in sizes)
     kinds = "/".join(sorted({start.opcode for start in df.undecided}))
     return (f"{len(df.undecided)} {kinds} of several operands read as XLA's native op: its text does not "
             "tell it from an async-start wrapping the collective, which XLA prints alike (GPU compilations "
             "since jax 0.11 wrap every collective), and no other start of the module tells; as wrappers "
-            f"they would hold a tuple table more each ({len(tables)} in all), up to {most} bytes more temp")
+            f"they would hold {len(sizes)} tuple table{'' if len(sizes) == 1 else 's'} more in all, "
+            f"up to {most} bytes more temp")
 
 
 def _combined_temp(heap_size: int, tuple_sizes: list[int], alignment: int) -> int:

@@ -27,7 +27,7 @@ POINT_TO_POINT_KINDS = ("send", "recv")
 """Host/device transfers and pipeline sends, reported apart from collectives."""
 
 VALUE_RULES = ("define", "parameter", "forward", "element", "tuple", "done", "copy-start", "async-start",
-               "while", "call", "conditional")
+               "permute-start", "while", "call", "conditional")
 """Every `OpInfo.value_rule` (`hloscope.analysis.dataflow` has one builder step per rule)."""
 
 CALLS_KINDS = ("loop", "call", "branches", "async", "fused", "applied")
@@ -64,8 +64,11 @@ class OpInfo:
     get-tuple-element), `tuple` (a new top-level value, operand n at `{n}`), `done` (element
     `{start_element}` of its start, plus a new top-level value when a tuple), `copy-start`
     (new `{}`, `{0}` and context; `{1}` is the operand), `async-start` (`{0}` the operands, `{1}`
-    the wrapped computation's result or new, the rest new context), `while`, `call`,
-    `conditional` (the callee's values, flattened into the module's timeline)."""
+    the wrapped computation's result or new, the rest new context), `permute-start` (XLA's
+    native collective-permute-start: as `async-start`, but of several operands `{0,i}` is
+    operand i and `{0}` no value at all, no tuple table; see `sliced_in_place_output` for its
+    in-place form), `while`, `call`, `conditional` (the callee's values, flattened into the
+    module's timeline)."""
     start_element: int | None = None
     """For a `-done` (and copy-done): the element of its start's output tuple it returns."""
     uses_operand_values: bool = True
@@ -80,6 +83,11 @@ class OpInfo:
     in_place_each_operand: bool = False
     """Output element i is written into operand i's buffer (the whole output into operand 0's
     when there is one operand): all-reduce-start, which runs in place (NCCL) in every GPU dump."""
+    sliced_in_place_output: tuple | None = None
+    """For XLA's in-place collective-permute (`slice_sizes` given: operands input, output
+    buffer, input offsets, output offsets): the output index written into operand 1's buffer,
+    each element `i` into operand 1's element `i` when that is a tuple (XLA
+    GetInPlaceInputOutputPairs)."""
     may_update_in_place: bool = True
     """False when XLA never pairs its output with an operand's buffer, whatever its attributes:
     the alias analysis does not look for `output_to_operand_aliasing` or a fused in-place root."""
@@ -195,14 +203,17 @@ _TABLE.update(
 )
 for _kind in COLLECTIVE_KINDS:
     _TABLE[_kind] = _op(_kind, collective=_kind)
+_TABLE["collective-permute"] = dataclasses.replace(_TABLE["collective-permute"], sliced_in_place_output=())
 # Collectives XLA has native start/done opcodes for (the rest use async-start sugar).
 for _kind in ("all-gather", "all-reduce", "collective-permute"):
     # all-reduce-start returns its result as an array: the done only forwards it.
     tuple_output = _kind != "all-reduce"
+    permute = _kind == "collective-permute"
     _TABLE[f"{_kind}-start"] = _op(
         f"{_kind}-start", collective=_kind, async_role="start", wrapped=_kind,
-        value_rule="async-start" if tuple_output else "define",
+        value_rule="permute-start" if permute else "async-start" if tuple_output else "define",
         in_place_each_operand=_kind == "all-reduce",
+        sliced_in_place_output=(1,) if permute else None,
     )
     _TABLE[f"{_kind}-done"] = _op(
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
