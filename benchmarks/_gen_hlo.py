@@ -1,7 +1,7 @@
 """Child process for benchmarks/parse.py: compile an unrolled, FSDP-sharded transformer
 train step with JAX on 8 fake CPU devices and write `compiled.as_text()` to a file.
 
-Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH [SCOPES [GROUPS]]
+Run as:  python benchmarks/_gen_hlo.py OUT_PATH LAYERS HEADS D_MODEL D_FF SEQ BATCH [SCOPES [GROUPS [DISTINCT]]]
 GROUPS=G > 0 splits the LAYERS unrolled layers into G `jax.lax.scan`s of two iterations each
 (every iteration runs its own weights, stacked on a leading axis of 2), so the text holds
 LAYERS layers (forward and backward) in 2×G while bodies, and the model runs 2×LAYERS. XLA's
@@ -12,6 +12,9 @@ SCOPES=1 wraps the model in `jax.named_scope`s shaped like a Flax/MaxText module
 metadata carries module paths as real model dumps do; SCOPES=0 (the default) adds none: the
 instructions are then exactly those generated before this option existed (only the source
 line numbers in the module's stack-frame table differ, as after any edit to this file).
+DISTINCT=1 gives every layer widths of its own (attention width D_MODEL + 2·HEADS·i, MLP width
+D_FF + 32·i for layer i), so no two layers' computations are alike, even up to names: a
+module whose bodies do not repeat, beside the default one whose layers repeat.
 XLA_FLAGS must carry --xla_force_host_platform_device_count=8 before jax is imported;
 parse.py sets it in the child's environment, and this file sets it too as a fallback.
 """
@@ -35,6 +38,7 @@ def main():
     out, layers, heads, d, ff, seq, batch = sys.argv[1], *map(int, sys.argv[2:8])
     scoped = len(sys.argv) > 8 and sys.argv[8] not in ("", "0")
     groups = int(sys.argv[9]) if len(sys.argv) > 9 else 0
+    distinct = len(sys.argv) > 10 and sys.argv[10] not in ("", "0")
     reps = 2  # scan iterations per group
     if groups:
         assert layers % groups == 0, (layers, groups)
@@ -51,18 +55,19 @@ def main():
     wspec = NamedSharding(mesh, P("fsdp"))
     bspec = NamedSharding(mesh, P("fsdp"))
 
-    def init_layer(key):
+    def init_layer(key, i=0):
         k = jax.random.split(key, 6)
         s = 0.02
+        da, f = (d + 2 * heads * i, ff + 32 * i) if distinct else (d, ff)  # attention and MLP widths
         return {
             "ln1": jnp.ones((d,), jnp.float32),
-            "wq": jax.random.normal(k[0], (d, d), jnp.float32) * s,
-            "wk": jax.random.normal(k[1], (d, d), jnp.float32) * s,
-            "wv": jax.random.normal(k[2], (d, d), jnp.float32) * s,
-            "wo": jax.random.normal(k[3], (d, d), jnp.float32) * s,
+            "wq": jax.random.normal(k[0], (d, da), jnp.float32) * s,
+            "wk": jax.random.normal(k[1], (d, da), jnp.float32) * s,
+            "wv": jax.random.normal(k[2], (d, da), jnp.float32) * s,
+            "wo": jax.random.normal(k[3], (da, d), jnp.float32) * s,
             "ln2": jnp.ones((d,), jnp.float32),
-            "w1": jax.random.normal(k[4], (d, ff), jnp.float32) * s,
-            "w2": jax.random.normal(k[5], (ff, d), jnp.float32) * s,
+            "w1": jax.random.normal(k[4], (d, f), jnp.float32) * s,
+            "w2": jax.random.normal(k[5], (f, d), jnp.float32) * s,
         }
 
     def shapes():
@@ -71,6 +76,8 @@ def main():
             # One stacked copy per scan iteration: [reps, ...] per weight.
             stacked = jax.tree.map(lambda a: jax.ShapeDtypeStruct((reps, *a.shape), a.dtype), layer)
             layer_list = [[stacked] * (layers // groups) for _ in range(groups)]
+        elif distinct:
+            layer_list = [jax.eval_shape(lambda key, i=i: init_layer(key, i), jax.random.key(0)) for i in range(layers)]
         else:
             layer_list = [layer] * layers
         params = {
@@ -83,8 +90,8 @@ def main():
     def rmsnorm(x, g):
         return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
 
-    def rope(x):  # x: [batch, seq, hd]
-        half = hd // 2
+    def rope(x):  # x: [batch, seq, head width]
+        half = x.shape[-1] // 2
         freq = 1.0 / (10000.0 ** (jnp.arange(half, dtype=jnp.float32) / half))
         ang = jnp.arange(seq, dtype=jnp.float32)[:, None] * freq[None, :]
         cos, sin = jnp.cos(ang).astype(x.dtype), jnp.sin(ang).astype(x.dtype)
@@ -103,13 +110,14 @@ def main():
                 v = h @ p["wv"].astype(jnp.bfloat16)
             mask = jnp.tril(jnp.ones((seq, seq), bool))
             outs = []
+            w = q.shape[-1] // heads  # the head width (hd, or the layer's own when DISTINCT)
             for i in range(heads):  # heads unrolled too, as in hand-written per-head attention
                 with scope(f"head_{i}"):
-                    sl = slice(i * hd, (i + 1) * hd)
+                    sl = slice(i * w, (i + 1) * w)
                     with scope("rotary_embedding"):
                         qi, ki, vi = rope(q[..., sl]), rope(k[..., sl]), v[..., sl]
                     with scope("attention_weights"):
-                        att = jnp.einsum("bqd,bkd->bqk", qi, ki).astype(jnp.float32) / jnp.sqrt(hd)
+                        att = jnp.einsum("bqd,bkd->bqk", qi, ki).astype(jnp.float32) / jnp.sqrt(w)
                         att = jnp.where(mask, att, -1e9)
                         att = jax.nn.softmax(att, axis=-1).astype(jnp.bfloat16)
                     with scope("attention_output"):
@@ -183,7 +191,7 @@ def main():
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, out)
-    print(f"layers={layers} heads={heads} scopes={int(scoped)} groups={groups} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
+    print(f"layers={layers} heads={heads} scopes={int(scoped)} groups={groups} distinct={int(distinct)} lower={t1 - t0:.1f}s compile={t2 - t1:.1f}s bytes={len(text)}", flush=True)
 
 
 if __name__ == "__main__":

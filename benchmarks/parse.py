@@ -59,6 +59,12 @@ CONFIGS = {
     # layers each (groups, see _gen_hlo.py): 72 layers of text, each computation small enough
     # for the fusion pass. Optional: only built with --xlarge.
     "xlarge": dict(layers=72, heads=16, d=256, ff=1024, seq=128, batch=16, scopes=True, groups=18),
+    # ≈ 20 MB whose bodies do not repeat: the default model with widths of its own in every
+    # layer (distinct, see _gen_hlo.py), so no computation is another's up to names. Speed
+    # work is measured on both this and the default, whose layers' computations repeat.
+    "distinct": dict(layers=32, heads=16, d=256, ff=1024, seq=128, batch=16, distinct=True),
+    # Its pair for `hloscope diff` in speed.py: a shorter sequence, as "diff_b".
+    "distinct_b": dict(layers=32, heads=16, d=256, ff=1024, seq=96, batch=16, distinct=True),
 }
 
 
@@ -71,7 +77,9 @@ def module_path(cfg: dict) -> Path:
     c = cfg
     scoped = "_scoped" if c.get("scopes") else ""
     grouped = f"_G{c['groups']}" if c.get("groups") else ""
-    return OUT / f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}{scoped}{grouped}.hlo"
+    distinct = "_distinct" if c.get("distinct") else ""
+    return OUT / (f"train_step_L{c['layers']}_H{c['heads']}_d{c['d']}_ff{c['ff']}_s{c['seq']}_b{c['batch']}"
+                  f"{scoped}{grouped}{distinct}.hlo")
 
 
 def ensure_module(cfg: dict) -> Path:
@@ -86,9 +94,10 @@ def ensure_module(cfg: dict) -> Path:
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + flag).strip()
     env.setdefault("JAX_PLATFORMS", "cpu")
     args = [str(cfg[k]) for k in ("layers", "heads", "d", "ff", "seq", "batch")]
-    if cfg.get("scopes") or cfg.get("groups"):
-        # jax.named_scope module paths in op_name metadata; layers in lax.scan groups (_gen_hlo.py)
-        args += ["1" if cfg.get("scopes") else "0", str(cfg.get("groups", 0))]
+    if cfg.get("scopes") or cfg.get("groups") or cfg.get("distinct"):
+        # jax.named_scope module paths in op_name metadata; layers in lax.scan groups; widths
+        # of each layer's own (_gen_hlo.py)
+        args += ["1" if cfg.get("scopes") else "0", str(cfg.get("groups", 0)), "1" if cfg.get("distinct") else "0"]
     print(f"generating {path.relative_to(REPO)} (JAX compile in a subprocess) ...", flush=True)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, str(HERE / "_gen_hlo.py"), str(path), *args], env=env, check=True)
