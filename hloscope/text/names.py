@@ -14,6 +14,28 @@ import re
 from ..ir import opcodes
 
 
+_PRIMITIVE_TYPE = re.compile(
+    r"pred|[su](?:1|2|4|8|16|32|64)|b?f16|f32|f64|c64|c128|f[468]e\d+m\d+[a-z0-9]*|token|opaque")
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def xla_sanitized_name(name: str) -> str:
+    """A name as XLA's NameUniquer::GetSanitizedName makes it legal: a first character that
+    is no letter or `_` becomes `_`, and so does any other character but letters, digits,
+    `_`, `.` and `-`; an element type's name gets a `_` after it; a leading `__` (but
+    `__xla_`) becomes `a_`. XLA names the get-tuple-element of an operand `t#0` so: `t_0`."""
+    if not name:
+        return name
+    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
+        name = "_" + name[1:]
+    name = name[0] + _NOT_IN_NAME.sub("_", name[1:])
+    if _PRIMITIVE_TYPE.fullmatch(name):
+        name += "_"
+    if name.startswith("__") and not name.startswith("__xla_"):
+        name = "a" + name[1:]
+    return name
+
+
 class _NameUniquer:
     """XLA's NameUniquer: names are made unique by their numeric `.N` suffix.
 
@@ -80,6 +102,8 @@ def _name_facts(comp) -> tuple[list[str], list[str]]:
     else:
         body = comp.body_source
         names = body.names()
+        if body.source.find("#", body.start, body.end) >= 0:
+            names += _element_names(body.source, body.start, body.end)
         # The regex starts with a character class (slow to scan for): look for the literal first.
         starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
                   if body.source.find("-start", body.start, body.end) >= 0 else ())
@@ -157,6 +181,30 @@ def renames_needed(parts: list[NameFacts]) -> bool:
         if any(hidden.search("\n".join(p.names)) for p in parts):
             return True
     return False
+
+
+# An operand `t#i#j...` (a tuple element), as an unread body may write it: its names are found
+# with some to spare (the regex may take a `#` in a string for one), never one short. A `#`
+# the pattern does not explain (blanks or a comment inside `t # 0`) makes a name that no
+# instruction can have repeat: a module with one is renamed, so read, as it should be.
+_ELEMENT_REFERENCE = re.compile(r"(?<![\w.\-])%?([A-Za-z_][\w.\-]*)((?:#[0-9]+)+)")
+
+
+def _element_names(source: str, start: int, end: int) -> list[str]:
+    """The names of the get-tuple-elements XLA makes for the `t#i` operands of the body
+    `source[start:end]` (one per path `t#i`, `t#i#j` in the computation), or more."""
+    paths: set[str] = set()
+    explained = 0
+    for m in _ELEMENT_REFERENCE.finditer(source, start, end):
+        path = m.group(1)
+        for index in m.group(2).split("#")[1:]:
+            path += f"#{int(index)}"
+            paths.add(path)
+        explained += m.group(2).count("#")
+    names = sorted(xla_sanitized_name(p) for p in paths)
+    if explained != source.count("#", start, end):
+        names += ["#", "#"]  # unsure: a repeat, so the module is read and renamed exactly
+    return names
 
 
 # Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
