@@ -763,3 +763,32 @@ def test_tuple_literals_nest_as_deep_as_written(depth):
     text = f"HloModule m\nENTRY e {{\n  ROOT c = {'(' * depth}f32[]{')' * depth} constant({literal})\n}}\n"
     for engine in ("fast", "lark"):
         assert hloscope.parse(text, engine=engine).entry.root.literal == literal
+
+
+@pytest.mark.parametrize("chain, names", [
+    # As XLA prints it: both releases take one `async_param` (the start's one operand).
+    ("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.1", "async_param.2", "call.1", "call.2", "s", "d"]),
+    # The start's shape lists two operands: the newest XLA takes two (jaxlib 0.10.2 one).
+    ("  s = ((f32[8], f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call.2", "s", "d"]),
+    # The callee takes two parameters: two.
+    ("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=add2\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call.2", "s", "d"]),
+    # A dot takes two operands, whatever its start's shape lists.
+    ("  s = ((f32[8]), f32[], s32[]) dot-start(p), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+     "  ROOT d = f32[] dot-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call", "s", "d"]),
+])
+def test_async_sugar_takes_the_parameter_names_the_newest_xla_takes(chain, names):
+    """XLA's parser builds a computation for async sugar (`call-start`) with a parameter named
+    `async_param` per operand shape the start's shape lists (at least the wrapped op's arity,
+    more if its callee takes more): written names it takes are renamed. Expected names:
+    jaxlib 0.12's reading of the same text."""
+    text = ("HloModule m\n\nneg {\n  x = f32[8] parameter(0)\n  ROOT y = f32[8] negate(x)\n}\n\n"
+            "add2 {\n  x = f32[8] parameter(0)\n  z = f32[8] parameter(1)\n  ROOT y = f32[8] add(x, z)\n}\n\n"
+            "ENTRY e {\n  p = f32[8] parameter(0)\n  q = f32[8] parameter(1)\n  async_param.1 = f32[8] negate(p)\n"
+            f"  async_param = f32[8] negate(p)\n  call.1 = f32[8] negate(p)\n  call = f32[8] negate(p)\n{chain}\n}}\n")
+    for lazy in (False, True):
+        (module,) = hloscope.parse_all(text, lazy=lazy)
+        assert [i.name for i in module.entry.instructions] == names

@@ -192,6 +192,21 @@ NEWEST_FORMS = {
     "element of a sugared start": _sugar("  t = (f32[8], f32[8]) tuple(p, q)\n"
                                          "  s = ((f32[8]), f32[8], s32[]) call-start(t#0), to_apply=neg\n"
                                          "  ROOT d = f32[8] call-done(s)"),
+    # Async sugar: the newest XLA gives the wrapped computation the parameters its start's shape
+    # lists (at least the wrapped op's arity), a callee takes, or an async-update lists.
+    "sugar as printed": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                               "  ROOT d = f32[8] call-done(s)"),
+    "sugar shape lists more": _sugar("  s = ((f32[8], f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                                     "  ROOT d = f32[8] call-done(s)"),
+    "sugar callee takes more": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=add2\n"
+                                      "  ROOT d = f32[8] call-done(s)"),
+    "sugar update lists more": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                                      "  u = ((f32[8], f32[8]), f32[8], s32[]) call-update(s)\n"
+                                      "  ROOT d = f32[8] call-done(u)"),
+    "sugar arity": _sugar("  s = ((f32[8]), f32[], s32[]) dot-start(p), lhs_contracting_dims={0}, "
+                          "rhs_contracting_dims={0}\n  ROOT d = f32[] dot-done(s)"),
+    "sugar of a variadic op": _sugar("  s = ((f32[8]), (f32[8], f32[8]), s32[]) tuple-start(p, q)\n"
+                                     "  ROOT d = (f32[8], f32[8]) tuple-done(s)"),
     # Names with a colon glued to them.
     "colon names": "HloModule m\n\nadd: {\n  a: = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                    "  ROOT c: = f32[] add(a:, b)\n}\n\nENTRY e: {\n  p: = f32[8] parameter(0)\n"

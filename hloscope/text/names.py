@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from ..ir import opcodes
+from ..ir.attributes import decode_names
 
 
 _PRIMITIVE_TYPE = re.compile(
@@ -218,14 +219,48 @@ def uniquify_instruction_names(comps) -> None:
     """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
     module, computations in module order, instructions in text order."""
     instructions = _NameUniquer()
+    by_name = None
     for comp in comps:
         # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
         # computation while it reads the enclosing one; its names are taken first.
         for inst in comp.instructions:
             op = opcodes.info(inst.opcode)
             if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
-                for _ in inst.operands:
+                if by_name is None:
+                    by_name = {c.text_name: c for c in comps}
+                for _ in range(wrapped_parameters(inst, by_name)):
                     instructions.unique("async_param")
                 instructions.unique(op.wrapped)
         for inst in comp.instructions:
             inst.name = instructions.unique(inst.name)
+
+
+def wrapped_parameters(start, computations: dict) -> int:
+    """How many parameters (each named `async_param`) XLA's parser gives the computation it
+    wraps the async sugar `start` in (`call-start`, ...), as the newest XLA counts them: the
+    operand shapes the start's shape lists, `((operands...), result, context)` (at least the
+    wrapped opcode's arity), and more for those a sugared async-update of the chain lists, or
+    a wrapped call's or fusion's callee (`computations`: by name) takes. jaxlib 0.10.2
+    counts the start's operands instead. The two agree on every text an XLA prints (its
+    start's shape lists its operands, a callee takes them); where a text has them differ,
+    which neither prints and both read, hloscope names as the newest does."""
+    shape = start.shape
+    if not (shape.is_tuple and shape.tuple_shapes and shape.tuple_shapes[0].is_tuple):
+        return len(start.operands)  # no XLA reads such a start (left out, or of another form)
+    op = opcodes.info(start.opcode)
+    count = max(opcodes.info(op.wrapped).arity or 0, len(shape.tuple_shapes[0].tuple_shapes))
+    if op.wrapped in ("call", "fusion"):
+        key = "to_apply" if op.wrapped == "call" else "calls"
+        value = start.attributes.get(key)
+        names = decode_names(value) if value is not None else ()
+        callee = computations.get(names[0]) if len(names) == 1 else None
+        if callee is not None:
+            count = max(count, len(callee.parameters))
+    update = opcodes.info(op.wrapped + "-update").name
+    chain = [u for u in start.users if u.opcode == update]
+    while chain:
+        link = chain.pop()
+        if link.shape.is_tuple and link.shape.tuple_shapes and link.shape.tuple_shapes[0].is_tuple:
+            count = max(count, len(link.shape.tuple_shapes[0].tuple_shapes))
+        chain += [u for u in link.users if u.opcode == update]
+    return count
