@@ -224,6 +224,38 @@ def test_explicit_async_start_counts_its_wrapped_op_once_and_fusions_count():
     assert rs.dynamic_count == ag.dynamic_count == 1
 
 
+# The newest jax's GPU dumps: an async-start wrapping a fusion of an all-reduce (as_text()
+# prints it as `fusion-start(...), calls=%fused_all-reduce`, the fused computation its callee).
+FUSION_IN_ASYNC = "HloModule wrapped_fusion\n" + ADD + """
+%fused_all-reduce (y: f32[8,4]) -> f32[8,4] {
+  %y = f32[8,4]{1,0} parameter(0)
+  ROOT %ar = f32[8,4]{1,0} all-reduce(%y), channel_id=1, replica_groups={{0,1,2,3}}, to_apply=%add
+}
+
+%async_computation (x: f32[8,4]) -> f32[8,4] {
+  %x = f32[8,4]{1,0} parameter(0)
+  ROOT %f = f32[8,4]{1,0} fusion(%x), kind=kCustom, calls=%fused_all-reduce
+}
+
+ENTRY %main (p: f32[8,4]) -> f32[8,4] {
+  %p = f32[8,4]{1,0} parameter(0)
+  %fusion-start = ((f32[8,4]{1,0}), f32[8,4]{1,0}) async-start(%p), calls=%async_computation
+  ROOT %fusion-done = f32[8,4]{1,0} async-done(%fusion-start)
+}
+"""
+
+
+def test_a_collective_fused_in_an_async_wrapped_computation_is_asynchronous():
+    wrapped = hloscope.parse(FUSION_IN_ASYNC).collectives()
+    sugar = hloscope.parse(FUSION_IN_ASYNC.replace(
+        "async-start(%p), calls=%async_computation", "fusion-start(%p), kind=kCustom, calls=%fused_all-reduce").replace(
+        "async-done(%fusion-start)", "fusion-done(%fusion-start)")).collectives()
+    for result in (wrapped, sugar):
+        (ar,) = result.instances
+        assert (ar.kind, ar.instruction, ar.is_async, ar.dynamic_count) == ("all-reduce", "ar", True, 1)
+        assert result.by_kind["all-reduce"].async_count == 1
+
+
 @pytest.mark.xla
 def test_explicit_async_and_fusion_agree_with_xla():
     xla = _xla()(EXPLICIT_ASYNC_AND_FUSION)

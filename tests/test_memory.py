@@ -203,7 +203,12 @@ def _dumped_max_live(path, dumped) -> int:
     return best
 
 
-@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+NEWEST_DUMPS = sorted(p.parent for p in (FIXTURES / "jax-0.12").glob("*/after_optimizations.txt.gz"))
+"""The newest jax's fixtures with their dumped `after_optimizations.txt`, which writes a tuple
+element as `%x#0` (the newest XLA's compact get-tuple-element)."""
+
+
+@pytest.mark.parametrize("path", ALL + NEWEST_DUMPS, ids=lambda p: p.relative_to(FIXTURES).as_posix())
 def test_value_sizes_are_xlas(path):
     """Every value's size as XLA's buffer assignment gives it (`size=` in the dump): tiled
     layouts padded, TPU's tuple tables and untiled scalars as TPU allocates them."""
@@ -691,10 +696,27 @@ def test_the_newest_jax_figures_are_xlas(path, newest_results):
     assert ours.notes == ()
 
 
+@pytest.mark.parametrize("path", NEWEST_DUMPS, ids=_rel)
+def test_a_newest_dump_has_the_figures_of_its_compilation(path):
+    """The dumped module (tuple elements written `%x#0`, and on GPU the async wrappers with
+    the computations they wrap, where as_text() prints sugar) is read to XLA's figures, and
+    to the collectives of the same step's as_text()."""
+    dumped = hloscope.load(path / "after_optimizations.txt.gz")
+    assert any(i.opcode == "get-tuple-element" and "#" not in i.name for i in dumped.entry.instructions)
+    ours, xla = dumped.memory(), xla_memory(path)
+    assert ours.argument_bytes == xla["argument_size_in_bytes"]
+    assert ours.output_bytes == xla["output_size_in_bytes"]
+    assert ours.alias_bytes == xla["alias_size_in_bytes"]
+    assert ours.temp_bytes == xla["temp_size_in_bytes"]
+    assert ours.peak_bytes == xla["peak_memory_in_bytes"]
+    printed = hloscope.load(module_text(path))
+    assert dumped.collectives().to_dict()["collectives"] == printed.collectives().to_dict()["collectives"]
+
+
 def _async_wrappers_in_dump(text: str) -> dict[str, tuple[str, str]]:
     """From a GPU `after_optimizations` dump of the newest jax: each async-start → (its first
-    operand, the ROOT of the computation it wraps). The dump spells tuple elements as
-    `%x#0`, which jaxlib 0.10.2's parser (and hloscope's) refuses: read with patterns."""
+    operand, the ROOT of the computation it wraps), read with patterns, as the dump writes
+    its names (its tuple elements `%x#0`, which jaxlib 0.10.2's parser refuses)."""
     roots, comp = {}, None
     for line in text.splitlines():
         m = re.match(r"^%(\S+) \(.*\{$", line)

@@ -645,3 +645,150 @@ def test_op_name_is_the_metadata_s_whether_or_not_the_text_is_searched_first():
                 assert inst.op_name == inst.metadata.get("op_name"), inst.name
                 checked += inst.op_name is not None
     assert checked
+
+
+# ─── the newest XLA's forms ────────────────────────────────────────────────────────────
+# Expected names and orders are jaxlib 0.12's reading of the same texts (checked against it
+# by tests/test_parser_xla.py when HLOSCOPE_NEWEST_XLA_PYTHON names its interpreter).
+
+ELEMENTS = """HloModule m, is_scheduled=true
+
+ENTRY e {
+  p = (f32[8], (f32[4], s32[])) parameter(0)
+  a = f32[8] negate(p#0)
+  p_0 = f32[8] add(a, p#0)
+  b = f32[4] negate(p#1#0)
+  c = f32[4] negate(p # 1 # 0)
+  ROOT t = (f32[8], f32[4], s32[], f32[8]) tuple(p_0, b, p#1#1, f32[8] p#0)
+}
+"""
+
+
+@pytest.mark.parametrize("engine, lazy", [("fast", False), ("fast", True), ("lark", False)])
+def test_tuple_element_operands_are_the_get_tuple_elements_xla_makes(engine, lazy):
+    """`p#0` is element 0 of p, `p#1#0` element 0 of element 1: a get-tuple-element for
+    each path, named as it (`#` made `_`) before its first user, shared by later users; a
+    written name it takes (`p_0`) is renamed, as the newest XLA's parser does."""
+    (module,) = hloscope.parse_all(ELEMENTS, lazy=lazy) if engine == "fast" else [hloscope.parse(ELEMENTS, engine=engine)]
+    got = [(i.name, i.opcode, [o.name for o in i.operands]) for i in module.entry.instructions]
+    assert got == [("p", "parameter", []), ("p_0", "get-tuple-element", ["p"]), ("a", "negate", ["p_0"]),
+                   ("p_0.1", "add", ["a", "p_0"]), ("p_1", "get-tuple-element", ["p"]),
+                   ("p_1_0", "get-tuple-element", ["p_1"]), ("b", "negate", ["p_1_0"]), ("c", "negate", ["p_1_0"]),
+                   ("p_1_1", "get-tuple-element", ["p_1"]), ("t", "tuple", ["p_0.1", "b", "p_1_1", "p_0"])]
+    by_name = {i.name: i for i in module.entry.instructions}
+    assert [str(by_name[n].shape) for n in ("p_0", "p_1", "p_1_0", "p_1_1")] == ["f32[8]", "(f32[4], s32[])",
+                                                                                 "f32[4]", "s32[]"]
+    assert [by_name[n].attributes.decoded("index") for n in ("p_0", "p_1", "p_1_0", "p_1_1")] == [0, 1, 0, 1]
+    assert by_name["p"].users == [by_name["p_0"], by_name["p_1"]]
+    assert by_name["p_0"].users == [by_name["a"], by_name["p_0.1"], by_name["t"]]
+
+
+def test_tuple_elements_among_nested_operands_come_in_operand_order():
+    """XLA makes a `t#i`'s get-tuple-element while it reads the operands, so before the
+    nested instructions of later operands (jaxlib 0.12: t_2, t_1, t_0, negate.anon, add.anon)."""
+    text = ("HloModule m\nENTRY e {\n  t = (f32[8], f32[8], f32[8]) parameter(0)\n"
+            "  ROOT r = f32[8] add(t#2, f32[8] add(t#1, f32[8] negate(t#0)))\n}\n")
+    assert [i.name for i in hloscope.parse(text, engine="lark").entry.instructions] == [
+        "t", "t_2", "t_1", "t_0", "negate.anon", "add.anon", "r"]
+
+
+@pytest.mark.parametrize("operand, message", [
+    ("q#0", "'q#0' takes an element of 'q', which is no tuple"),
+    ("t#2", "'t#2': (f32[8], s32[]) has no element 2"),
+    ("t#18446744073709551615", "'t#-1': (f32[8], s32[]) has no element -1"),
+    ("u#0", "instruction 'u' is not defined"),
+])
+@pytest.mark.parametrize("engine", ["fast", "lark"])
+def test_a_tuple_element_xla_refuses_is_refused_at_the_operand(operand, message, engine):
+    text = (f"HloModule m\nENTRY e {{\n  t = (f32[8], s32[]) parameter(0)\n  q = f32[8] parameter(1)\n"
+            f"  ROOT r = f32[8] negate({operand})\n}}\n")
+    with pytest.raises(hloscope.HloSyntaxError) as info:
+        hloscope.parse(text, engine=engine)
+    assert (info.value.line, info.value.column) == (5, 26) and message in info.value.message
+
+
+def test_the_printer_writes_tuple_elements_as_get_tuple_elements():
+    """Both XLA releases read get-tuple-element lines; only the newest reads `t#0`."""
+    module = hloscope.parse(ELEMENTS)
+    printed = module.to_text()
+    assert "#" not in printed and "%p_1_0 = f32[4] get-tuple-element(%p_1), index=0" in printed
+    again = hloscope.parse(printed)
+    assert [(i.name, [o.name for o in i.operands]) for i in again.entry.instructions] == [
+        (i.name, [o.name for o in i.operands]) for i in module.entry.instructions]
+
+
+@pytest.mark.parametrize("engine", ["fast", "lark"])
+def test_names_with_a_glued_colon_are_the_names(engine):
+    """XLA's lexer reads `x:` as the name x wherever a name is read: instructions,
+    computations, operands, callees, control predecessors; `ROOT:` names an instruction."""
+    text = ("HloModule m:\n\nadd: {\n  a: = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c: = f32[] add(a:, b)\n"
+            "}\n\nENTRY e: (p: f32[8]) -> f32[8] {\n  p: = f32[8] parameter(0)\n  s = f32[8] negate(p:)\n"
+            "  ROOT: = f32[8] all-reduce(s:), replica_groups={}, to_apply=add:, control-predecessors={s:}\n}\n")
+    module = hloscope.parse(text, engine=engine)
+    assert module.name == "m" and [c.name for c in module.computations] == ["add", "e"]
+    assert [(i.name, [o.name for o in i.operands]) for i in module.computation("add").instructions] == [
+        ("a", []), ("b", []), ("c", ["a", "b"])]
+    root = module.entry.root
+    assert (root.name, root.is_root, [o.name for o in root.operands]) == ("ROOT", True, ["s"])
+    assert root.called_computations == [module.computation("add")]
+
+
+@pytest.mark.parametrize("text", [
+    "HloModule m :\nENTRY e {\n  ROOT p = f32[8] parameter(0)\n}\n",
+    "HloModule m\nENTRY e {\n  ROOT p : = f32[8] parameter(0)\n}\n",
+    "HloModule m\nENTRY e {\n  ROOT %p: = f32[8] parameter(0)\n}\n",
+    "HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n  pred: = f32[8] negate(p)\n  ROOT r = f32[8] negate(pred:)\n}\n",
+])
+def test_a_colon_xla_does_not_read_as_part_of_a_name_is_refused(text):
+    for engine in ("fast", "lark"):
+        with pytest.raises(hloscope.HloSyntaxError):
+            hloscope.parse(text, engine=engine)
+
+
+@pytest.mark.parametrize("operands, names", [
+    ("p,, q", ["p", "q"]), (",p, q", ["p", "q"]), ("p, q,", ["p", "q"]), ("f32[8], p, q", ["p", "q"]),
+    ("p, q, f32[8]{0}", ["p", "q"]),
+])
+def test_operand_places_xla_reads_past_stand_for_no_operand(operands, names):
+    """XLA's ParseOperands goes on past a place where no operand parses: an empty one, or a
+    shape alone (which fails as a nested instruction at the comma)."""
+    text = f"HloModule m\nENTRY e {{\n  p = f32[8] parameter(0)\n  q = f32[8] parameter(1)\n  ROOT r = f32[8] add({operands})\n}}\n"
+    for engine in ("fast", "lark"):
+        assert [o.name for o in hloscope.parse(text, engine=engine).entry.root.operands] == names
+
+
+@pytest.mark.parametrize("depth", [9, 40])
+def test_tuple_literals_nest_as_deep_as_written(depth):
+    literal = "(" * depth + "1.5" + ")" * depth
+    text = f"HloModule m\nENTRY e {{\n  ROOT c = {'(' * depth}f32[]{')' * depth} constant({literal})\n}}\n"
+    for engine in ("fast", "lark"):
+        assert hloscope.parse(text, engine=engine).entry.root.literal == literal
+
+
+@pytest.mark.parametrize("chain, names", [
+    # As XLA prints it: both releases take one `async_param` (the start's one operand).
+    ("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.1", "async_param.2", "call.1", "call.2", "s", "d"]),
+    # The start's shape lists two operands: the newest XLA takes two (jaxlib 0.10.2 one).
+    ("  s = ((f32[8], f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call.2", "s", "d"]),
+    # The callee takes two parameters: two.
+    ("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=add2\n  ROOT d = f32[8] call-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call.2", "s", "d"]),
+    # A dot takes two operands, whatever its start's shape lists.
+    ("  s = ((f32[8]), f32[], s32[]) dot-start(p), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+     "  ROOT d = f32[] dot-done(s)",
+     ["p", "q", "async_param.2", "async_param.3", "call.1", "call", "s", "d"]),
+])
+def test_async_sugar_takes_the_parameter_names_the_newest_xla_takes(chain, names):
+    """XLA's parser builds a computation for async sugar (`call-start`) with a parameter named
+    `async_param` per operand shape the start's shape lists (at least the wrapped op's arity,
+    more if its callee takes more): written names it takes are renamed. Expected names:
+    jaxlib 0.12's reading of the same text."""
+    text = ("HloModule m\n\nneg {\n  x = f32[8] parameter(0)\n  ROOT y = f32[8] negate(x)\n}\n\n"
+            "add2 {\n  x = f32[8] parameter(0)\n  z = f32[8] parameter(1)\n  ROOT y = f32[8] add(x, z)\n}\n\n"
+            "ENTRY e {\n  p = f32[8] parameter(0)\n  q = f32[8] parameter(1)\n  async_param.1 = f32[8] negate(p)\n"
+            f"  async_param = f32[8] negate(p)\n  call.1 = f32[8] negate(p)\n  call = f32[8] negate(p)\n{chain}\n}}\n")
+    for lazy in (False, True):
+        (module,) = hloscope.parse_all(text, lazy=lazy)
+        assert [i.name for i in module.entry.instructions] == names

@@ -8,6 +8,7 @@ are not in the text and are not compared.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 import hloscope
 from hloscope.ir import opcodes
 
-from .conftest import corpus_rows, fixture_dirs, fixture_ids, needs_xla
+from .conftest import FIXTURES, corpus_rows, fixture_dirs, fixture_ids, needs_xla
 
 # Accepted corpus modules hloscope reads differently from XLA, each with its reason.
 KNOWN_DIFFERENCES: set[str] = set()
@@ -28,15 +29,17 @@ def _ours(module) -> dict[str, list]:
     }
 
 
-def _first_difference(text: str) -> str | None:
-    """None when hloscope and XLA agree on `text`, else a description of the first difference."""
+def _first_difference(text: str, reference: dict | None = None, lazy: bool = False) -> str | None:
+    """None when hloscope and XLA agree on `text`, else a description of the first difference.
+    `reference`: XLA's reading (`xla_parse`), this jaxlib's by default."""
     from .xla_reference import xla_parse
 
     try:
-        modules = hloscope.parse_all(text)
+        modules = hloscope.parse_all(text, lazy=lazy)
     except hloscope.HloSyntaxError as e:
         return f"hloscope rejects it: {e.format().splitlines()[0]}"
-    reference = xla_parse(text)
+    if reference is None:
+        reference = xla_parse(text)
     ours = _ours(modules[0])
     for name, instructions in ours.items():
         if name not in reference:
@@ -141,3 +144,106 @@ def test_computation_names_are_made_unique_as_xla_does(names):
     """Names as written, and names that meet in XLA's uniquer through a zero-led suffix."""
     needs_xla()
     assert _first_difference(_module_calling(names)) is None
+
+
+# ─── the newest XLA's forms, against the newest jaxlib ──────────────────────────────────
+#
+# Forms jaxlib 0.10.2 does not read, or names otherwise, compared with the newest jaxlib's
+# reading (HLOSCOPE_NEWEST_XLA_PYTHON: an interpreter with it, run in a process of its own).
+
+NEWEST_PYTHON = os.environ.get("HLOSCOPE_NEWEST_XLA_PYTHON")
+needs_newest_xla = pytest.mark.skipif(not NEWEST_PYTHON,
+                                      reason="HLOSCOPE_NEWEST_XLA_PYTHON names no interpreter with the newest jaxlib")
+
+_H = "HloModule m, is_scheduled=true\n\n"
+_NEG = "neg {\n  x = f32[8] parameter(0)\n  ROOT y = f32[8] negate(x)\n}\n\n"
+_ADD2 = "add2 {\n  x = f32[8] parameter(0)\n  z = f32[8] parameter(1)\n  ROOT y = f32[8] add(x, z)\n}\n\n"
+# Instructions whose names meet the names XLA takes for the async sugar's wrapped computation.
+_TAKEN = "  async_param.1 = f32[8] negate(p)\n  async_param = f32[8] negate(p)\n  call.1 = f32[8] negate(p)\n"
+
+
+def _sugar(body: str) -> str:
+    # Unscheduled: the newest XLA's schedule check aborts on a wrapped computation whose
+    # parameters it adds after reading the start.
+    return ("HloModule m\n\n" + _NEG + _ADD2 + "ENTRY e {\n  p = f32[8] parameter(0)\n  q = f32[8] parameter(1)\n" + _TAKEN
+            + body + "\n}\n")
+
+
+NEWEST_FORMS = {
+    # `t#i`: a get-tuple-element named `t_i` before its first user, one per path; a written
+    # name it takes is renamed.
+    "elements": _H + "ENTRY e {\n  p = (f32[8], (f32[4], s32[])) parameter(0)\n  a = f32[8] negate(p#0)\n"
+                     "  p_0 = f32[8] add(a, p#0)\n  b = f32[4] negate(p#1#0)\n  c = f32[4] negate(p # 1 # 0)\n"
+                     "  ROOT t = (f32[8], f32[4], s32[], f32[8]) tuple(p_0, b, p#1#1, f32[8] p#0)\n}\n",
+    "elements in two computations": _H + "f {\n  p = (f32[8], f32[8]) parameter(0)\n  ROOT r = f32[8] add(p#0, p#1)\n}"
+                                         "\n\nENTRY e {\n  p = (f32[8], f32[8]) parameter(0)\n"
+                                         "  c = f32[8] call(p), to_apply=f\n  ROOT r = f32[8] add(c, p#0)\n}\n",
+    "elements among nested operands": _H + "ENTRY e {\n  t = (f32[8], f32[8], f32[8]) parameter(0)\n"
+                                           "  ROOT r = f32[8] add(t#2, f32[8] add(t#1, f32[8] negate(t#0)))\n}\n",
+    "elements after nested operands": _H + "ENTRY e {\n  t = (f32[8], f32[8]) parameter(0)\n"
+                                           "  ROOT r = f32[8] add(f32[8] negate(t#0), t#1)\n}\n",
+    "elements of elements": _H + "ENTRY e {\n  t = ((f32[8], f32[8])) parameter(0)\n"
+                                 "  a = (f32[8], f32[8]) get-tuple-element(t), index=0\n"
+                                 "  ROOT r = f32[8] add(a#1, t#0#1)\n}\n",
+    "elements in an inline computation": _H + "ENTRY e {\n  t = (f32[8], f32[8]) parameter(0)\n"
+                                              "  ROOT r = f32[8] call(t), to_apply={\n"
+                                              "    q = (f32[8], f32[8]) parameter(0)\n"
+                                              "    ROOT s = f32[8] add(q#0, q#01)\n  }\n}\n",
+    "element of a sugared start": _sugar("  t = (f32[8], f32[8]) tuple(p, q)\n"
+                                         "  s = ((f32[8]), f32[8], s32[]) call-start(t#0), to_apply=neg\n"
+                                         "  ROOT d = f32[8] call-done(s)"),
+    # Async sugar: the newest XLA gives the wrapped computation the parameters its start's shape
+    # lists (at least the wrapped op's arity), a callee takes, or an async-update lists.
+    "sugar as printed": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                               "  ROOT d = f32[8] call-done(s)"),
+    "sugar shape lists more": _sugar("  s = ((f32[8], f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                                     "  ROOT d = f32[8] call-done(s)"),
+    "sugar callee takes more": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=add2\n"
+                                      "  ROOT d = f32[8] call-done(s)"),
+    "sugar update lists more": _sugar("  s = ((f32[8]), f32[8], s32[]) call-start(p), to_apply=neg\n"
+                                      "  u = ((f32[8], f32[8]), f32[8], s32[]) call-update(s)\n"
+                                      "  ROOT d = f32[8] call-done(u)"),
+    "sugar arity": _sugar("  s = ((f32[8]), f32[], s32[]) dot-start(p), lhs_contracting_dims={0}, "
+                          "rhs_contracting_dims={0}\n  ROOT d = f32[] dot-done(s)"),
+    "sugar of a variadic op": _sugar("  s = ((f32[8]), (f32[8], f32[8]), s32[]) tuple-start(p, q)\n"
+                                     "  ROOT d = (f32[8], f32[8]) tuple-done(s)"),
+    # Names with a colon glued to them.
+    "colon names": "HloModule m\n\nadd: {\n  a: = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                   "  ROOT c: = f32[] add(a:, b)\n}\n\nENTRY e: {\n  p: = f32[8] parameter(0)\n"
+                   "  ROOT: = f32[8] all-reduce(p:), replica_groups={}, to_apply=add:\n}\n",
+}
+
+
+@needs_newest_xla
+@pytest.mark.parametrize("name", sorted(NEWEST_FORMS))
+def test_newest_forms_match_the_newest_xla(name):
+    """hloscope's computations, instructions (names, order), opcodes and operands are the
+    newest jaxlib's, read at once or lazily."""
+    from .xla_reference import xla_parse_with
+
+    text = NEWEST_FORMS[name]
+    reference = xla_parse_with(NEWEST_PYTHON, text)
+    assert _first_difference(text, reference) is None
+    assert _first_difference(text, reference, lazy=True) is None
+
+
+NEWEST_DUMPS = sorted(p.parent for p in (FIXTURES / "jax-0.12").glob("*/after_optimizations.txt.gz"))
+"""The dumped `after_optimizations.txt` of the newest jax's fixtures: operands `%x#0`."""
+
+
+def test_the_newest_dumps_write_tuple_elements_compactly():
+    from .xla_reference import read_dump
+
+    assert NEWEST_DUMPS
+    assert all(re.search(r"%[\w.\-]+#\d", read_dump(p / "after_optimizations.txt.gz")) for p in NEWEST_DUMPS)
+
+
+@needs_newest_xla
+@pytest.mark.parametrize("path", NEWEST_DUMPS, ids=lambda p: p.name)
+def test_newest_dumps_match_the_newest_xla(path):
+    from .xla_reference import read_dump, xla_parse_with
+
+    text = read_dump(path / "after_optimizations.txt.gz")
+    reference = xla_parse_with(NEWEST_PYTHON, text)
+    assert _first_difference(text, reference) is None
+    assert _first_difference(text, reference, lazy=True) is None

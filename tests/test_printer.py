@@ -330,3 +330,27 @@ ENTRY main {
                           "(here `y` → `y.1`), so control-predecessors={y} cannot be rewritten")
 def test_control_predecessors_of_a_renamed_instruction():
     _round_trip(hloscope.parse(CONTROL_AFTER_RENAME))
+
+
+@pytest.mark.xla
+def test_a_dump_with_tuple_elements_prints_for_both_xla_releases():
+    """The newest jax's dump writes tuple elements `%x#0`, which jaxlib 0.10.2 refuses. Printed,
+    they are get-tuple-elements: hloscope reads the printed text as it read the dump, jaxlib
+    0.10.2 reads it as hloscope does, and (HLOSCOPE_NEWEST_XLA_PYTHON) as the newest jaxlib
+    reads the dump itself."""
+    import os
+    import re
+
+    from .conftest import FIXTURES
+    from .test_parser_xla import _first_difference
+    from .xla_reference import read_dump, xla_parse_with
+
+    needs_xla()
+    dump = read_dump(FIXTURES / "jax-0.12" / "gpu_hsdp_accum1" / "after_optimizations.txt.gz")
+    assert re.search(r"%[\w.\-]+#\d", dump)
+    printed = _round_trip(hloscope.parse(dump))
+    assert re.search(r"%[\w.\-]+#\d", printed) is None
+    assert _first_difference(printed) is None
+    newest = os.environ.get("HLOSCOPE_NEWEST_XLA_PYTHON")
+    if newest:
+        assert xla_parse_with(newest, dump) == xla_parse(printed)

@@ -3,7 +3,9 @@
 Each attribute form (replica groups in their three forms, sub-axes included; source-target
 pairs; shardings; layouts with tiles, element size and memory space; frontend attributes,
 origin, statistics, metadata; control predecessors; async wrappers; custom-call forms;
-module aliases) is written once as XLA prints or reads it, then mutated by rule: a token
+module aliases; and the newest XLA's forms: operands `t#i#j`, names with a glued colon
+`x:`, deep tuple literals, collective-reduce, debug_attributes) is written once as XLA
+prints or reads it, then mutated by rule: a token
 dropped, repeated or put in another's place, an integer changed, blanks or newlines between
 all tokens, quotes swapped, and mutations of the form's own meaning (sub-axes that do and
 do not divide, repeated axes, device_ids that are no permutation, ...). Every variant sits
@@ -20,7 +22,7 @@ engines.
   and on the fixtures whose collectives run over mesh axes (issue 28's sub-axis included).
 
 Run as a script (`python -m tests.test_xla_acceptance`) it prints the table of variants.
-About 4,200 variants; XLA reads them in ~15 s, hloscope in ~3 s.
+About 5,000 variants; XLA reads them in ~20 s, hloscope in ~4 s.
 """
 
 from __future__ import annotations
@@ -84,6 +86,22 @@ def _header(value: str) -> str:
 
 def _body(value: str) -> str:
     return _entry(value, computations=_ADD + _NEG)
+
+
+def _elements(value: str) -> str:
+    return _entry(f"  t = (f32[8], (f32[8], f32[8])) parameter(2)\n  ROOT r = f32[8] add({value})")
+
+
+def _constant(value: str) -> str:
+    return _entry(f"  c = {value}\n  ROOT r = f32[8] add(p, q)")
+
+
+def _root(value: str) -> str:
+    return _entry(f"  ROOT r = f32[8] {value}")
+
+
+def _whole(value: str) -> str:
+    return "HloModule m, replica_count=8\n\n" + value
 
 
 # Each family: (name, how a value sits in a module, the values as XLA prints or reads them).
@@ -152,6 +170,21 @@ FAMILIES = [
         "  s = ((f32[8]), f32[4], u32[]) reduce-scatter-start(p), replica_groups={{0,1}}, dimensions={0}, to_apply=add\n"
         "  ROOT d = f32[4] reduce-scatter-done(s)",
     ]),
+    # The newest XLA's compact get-tuple-element (its dumps: `%all-gather.26#0`).
+    ("tuple element", _elements, ["t#0, t#1#0", "%t#1#1, %t#0"]),
+    # A name with a colon glued to it, wherever XLA's ParseName reads a name.
+    ("colon names", _whole, [
+        "add: {\n  a: = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c: = f32[] add(a:, b)\n}\n\n"
+        "ENTRY e: {\n  p: = f32[8] parameter(0)\n  s = f32[8] negate(p:)\n"
+        "  ROOT r = f32[8] all-reduce(s:), replica_groups={}, to_apply=add:, control-predecessors={s:}\n}\n",
+    ]),
+    ("constant", _constant, ["(f32[], (s32[2], c64[])) constant((1.5, ({1, 2}, (1, 2))))"]),
+    ("collective-reduce", _root, ["collective-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=add, "
+                                  "has_dynamic_root=true"]),
+    # `t#i` with a declared shape (XLA checks it against the element's).
+    ("declared element shape", _elements, []),
+    ("debug_attributes", _header, [', debug_attributes={{"r" {}}: {log_mode=default, callback_id=1}, '
+                                   '{"p"}: ({partitioned=true}, {op_id=2})}']),
 ]
 
 # Mutations of a form's meaning, beyond the token rules (same families).
@@ -180,7 +213,28 @@ EXTRA = {
                "f32\n[8]\n{0}"],
     "module": [", input_output_alias={ {0}: (0, {5}) }", ", input_output_alias={ {0}: (9, {}) }",
                ", input_output_alias={ {7}: (0, {}) }", ", input_output_alias={ {0}: (0, {}), {0}: (1, {}) }",
-               ", input_output_alias={ {0}: (-1, {}) }", ", buffer_donor={ (-1, {}) }"],
+               ", input_output_alias={ {0}: (-1, {}) }", ", buffer_donor={ (-1, {}) }",
+               ", input_output_alias={ {0}: (0, {}, must-alias:), {1}: (1, {}, %may-alias) }",
+               ", input_output_alias={ {0}: (0, {}, %must-alias:) }"],
+    "tuple element": ["t # 1 # 0, t /* c */ #0", "t#01, t#1#0", "t:#0, t#1#0", "t#0#0, t#0", "p#0, t#0",
+                      "t#1, t#1#2", "u#0, t#0", "t#0 #1, t#0", "f32[8] negate(t#0), t#1#1", "t#2, t#0", "r#0, t#0",
+                      "t#-1, t#0", "t#18446744073709551616, t#0", "t#1#1, , t#0,", "f32[8], t#0, t#1#1"],
+    "declared element shape": ["f32[8]{0} t#0, f32[8] t#1#1", "f32[8] %t#1#0, (f32[8], f32[8]) t#1",
+                               "f32[4] t#0, t#1#0"],
+    "colon names": [
+        "ENTRY: {\n  ROOT: = f32[8] parameter(0)\n}\n",
+        "ENTRY e {\n  ROOT x : = f32[8] parameter(0)\n}\n",
+        "ENTRY e {\n  ROOT %x: = f32[8] parameter(0)\n}\n",
+        "ENTRY e {\n  p = f32[8] parameter(0)\n  ROOT x = f32[8] negate(%p:)\n}\n",
+        "ENTRY e {\n  p = f32[8] parameter(0)\n  pred: = f32[8] negate(p)\n  ROOT x = f32[8] negate(pred:)\n}\n",
+        "ENTRY e {\n  p = f32[8] parameter(0)\n  true: = f32[8] negate(p)\n  ROOT x = f32[8] negate(true:)\n}\n",
+        "ENTRY e: (p: f32[8]) -> f32[8] {\n  p: = f32[8] parameter(0)\n  ROOT x:=f32[8] negate(p:)\n}\n",
+        "ENTRY %e: {\n  ROOT p = f32[8] parameter(0)\n}\n",
+        "ENTRY e {\n  p = (f32[8]) parameter(0)\n  ROOT x = f32[8] negate(p:#0)\n}\n",
+    ],
+    "constant": ["(" * 10 + "f32[]" + ")" * 10 + " constant(" + "(" * 10 + "1.5" + ")" * 10 + ")",
+                 "(" * 40 + "s32[]" + ")" * 40 + " constant(" + "(" * 40 + "-1" + ")" * 40 + ")",
+                 "(f32[], (s32[])) constant( ( 1 , ( 2 ) ) )"],
     "async": ["  s = ((f32[8]), f32[8], s32[]) async-start(p)\n  ROOT d = f32[8] async-done(s)",
               "  t = (f32[8], f32[8]) tuple(p, q)\n  ROOT g = f32[8] get-tuple-element(t), index=2",
               "  ROOT g = f32[8] get-tuple-element(p), index=-1"],
@@ -256,8 +310,8 @@ def variants() -> list[tuple[str, str]]:
 # ─── what XLA refuses and hloscope reads, each with its reason ──────────────────────────
 
 REASONS = {
-    "newest": "the newest XLA reads it (jaxlib 0.12 takes groups of one device and memory-space-only "
-              "layouts `{:S(1)}`); hloscope reads what any XLA it meets reads",
+    "newest": "the newest XLA reads it (jaxlib 0.12 takes groups of one device, memory-space-only "
+              "layouts `{:S(1)}` and tuple elements `t#i`); hloscope reads what any XLA it meets reads",
     "sharding": "shardings are kept as text: no analysis reads them (XLA reads them with ParseSharding)",
     "text": "frontend attributes, origin and statistics are kept as text: no analysis reads them",
     "metadata": "metadata is read leniently (op_name, source): XLA checks each sub-attribute's name and type",
@@ -273,6 +327,14 @@ REASONS = {
                       "analyses rest on (tuple, while, conditional, calls, get-tuple-element, parameter)",
     "dimensions": "a collective's dimensions= is read when an analysis needs it, not checked when read "
                   "(XLA refuses an all-gather without one, its parse reads `dimensions->at(0)`)",
+    "declared shapes": "an operand's declared shape is not checked: jaxlib 0.10.2 refuses `t#i`, the newest reads "
+                       "`f32[8] t#0` where the element is f32[8] and refuses it where it is not",
+    "callee names": "a callee's name is read as far as a name goes (`to_apply=add::`): XLA refuses what follows",
+    "literal": "a constant's literal is kept as text: XLA reads its values against the constant's shape",
+    "unknown opcode": "an opcode jaxlib 0.10.2 does not know is kept, its attributes as text (the newest XLA's "
+                      "collective-reduce: the newest reads it, and checks its attributes)",
+    "debug attributes": "module debug_attributes= (the newest XLA's) is kept as text: jaxlib 0.10.2 refuses the "
+                        "attribute, the newest reads it by its own grammar",
 }
 
 # (family, XLA's message, reason): every false acceptance matches exactly one, and each
@@ -290,6 +352,13 @@ FALSE_ACCEPTANCES: list[tuple[str, str, str, int]] = [
     ("async", r"AsyncUpdate", "async shapes", 16),
     ("async", r"operands|to_apply is expected", "operand counts", 2),
     ("async", r"list to end with kRbrace|range_check|expects string", "dimensions", 11),
+    ("tuple element|colon names", r"expects '\)' at the end of operands", "newest", 16),
+    ("declared element shape", r"expects '\)' at the end of operands", "declared shapes", 3),
+    ("colon names", r"expects 2 operands", "operand counts", 1),
+    ("colon names", r"expects name", "callee names", 1),
+    ("constant", r".", "literal", 28),
+    ("collective-reduce", r"Unknown opcode: collective-reduce", "unknown opcode", 43),
+    ("debug_attributes", r"unexpected attribute \"debug_attributes\"", "debug attributes", 83),
 ]
 """What XLA refuses and hloscope reads among the variants, with why (see REASONS)."""
 
@@ -298,10 +367,18 @@ def _family(variant_id: str) -> str:
     return re.split(r"[#+]", variant_id, 1)[0]
 
 
+_READ_ON = "cannot parse as an instruction name or as a nested instruction"
+
+
 def _xla_message(error: str) -> str:
-    """The first `error:` line of XLA's message (or the message: "aborted", an exception's)."""
-    m = re.search(r"error: (.*)", error)
-    return m.group(1) if m else error
+    """The first `error:` line of XLA's message (or the message: "aborted", an exception's).
+    XLA's ParseOperands records why it could not read an operand and reads on past it (an
+    empty place between commas, `add(p, )`): when that is the first line, the last one,
+    the error that stopped it."""
+    lines = re.findall(r"error: (.*)", error)
+    if not lines:
+        return error
+    return lines[-1] if lines[0].startswith(_READ_ON) else lines[0]
 
 
 def _refusal(text: str, engine: str) -> str | None:

@@ -41,6 +41,36 @@ def xla_parse(text: str):
     return out
 
 
+_STRUCTURE_WORKER = r"""
+import json, os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from jax._src.lib import xla_client as xc
+try:
+    module = xc.hlo.hlo_module_from_text(sys.stdin.read())
+except Exception as e:
+    print(json.dumps({"error": str(e) or type(e).__name__}))
+    sys.exit(0)
+print(json.dumps({"computations": [
+    [comp.name, [[inst.name, str(inst.opcode), [o.name for o in inst.operands()]] for inst in comp.instructions()]]
+    for comp in module.computations()]}))
+"""
+
+
+def xla_parse_with(python: str, text: str):
+    """`xla_parse(text)` by the jaxlib of another interpreter (`python`), in a process of its
+    own; raises ValueError with XLA's message for text that XLA refuses."""
+    import json
+    import subprocess
+
+    done = subprocess.run([python, "-c", _STRUCTURE_WORKER], input=text, capture_output=True, text=True,
+                          check=True)
+    answer = json.loads(done.stdout)
+    if "error" in answer:
+        raise ValueError(answer["error"])
+    return {name: [(n, opcode_spelling(op), operands) for n, op, operands in instructions]
+            for name, instructions in answer["computations"]}
+
+
 # ─── collectives, as XLA's own parser sees them ─────────────────────────────────────────
 
 # Opcode spellings XLA's parser gives a counted collective: the plain ops and the native

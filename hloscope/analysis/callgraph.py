@@ -378,6 +378,7 @@ class CallGraph:
         self._runs: dict[str, int | None] = {}
         self._loops: dict[str, tuple[str, ...]] = {}
         self._reachable: dict[str, bool] = {}
+        self._async: dict[str, bool] = {}
 
     def callers(self, comp_name: str) -> list[tuple[Instruction, int | None]]:
         """(calling instruction, times one run of it runs `comp_name`) for every call."""
@@ -439,3 +440,16 @@ class CallGraph:
         """The async starts that call `comp_name`: it runs inside their async wrapper
         (printing sugar with its callee printed included)."""
         return [inst for inst, _ in self._callers.get(comp_name, ()) if inst.info.async_role == "start"]
+
+    def runs_asynchronously(self, comp_name: str, _stack: tuple[str, ...] = ()) -> bool:
+        """An async start calls `comp_name`, or a computation that runs asynchronously does
+        (a fusion in the computation an `async-start` wraps: `fusion-start` printed as such)."""
+        if comp_name in self._async:
+            return self._async[comp_name]
+        if comp_name in _stack:
+            return False
+        found = any(inst.info.async_role == "start"
+                    or self.runs_asynchronously(inst.computation.name, _stack + (comp_name,))
+                    for inst, _ in self._callers.get(comp_name, ()))
+        self._async[comp_name] = found
+        return found

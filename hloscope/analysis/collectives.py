@@ -8,7 +8,9 @@ What counts as one collective (XLA's own view, as its C++ parser builds the modu
   opcodes) and the sugar `reduce-scatter-start`/`-done` (an `async-start` wrapping a
   `reduce-scatter`); the `-done` (and any `-update`) is not counted;
 - an explicit `async-start(...), calls=%wrapped` is not counted itself: the collective
-  inside `%wrapped` is, once, and is marked asynchronous.
+  inside `%wrapped` is, once, and is marked asynchronous (so is one in a fusion there: the
+  dumps of the newest jax's GPU steps wrap `fusion`s of all-reduces so, which `as_text()`
+  prints as `fusion-start`).
 
 `send`/`recv` are point-to-point transfers, reported apart (`point_to_point`), counted at
 `send`/`recv`, not at their `-done`.
@@ -296,7 +298,7 @@ def analyze_collectives(module) -> CollectivesResult:
         # Inside an async-start's wrapped computation: asynchronous. If the start is itself
         # a counted collective (sugar printed with its callee), the callee's op is not recounted.
         starts = runs.async_callers(comp.name)
-        in_async = bool(starts)
+        in_async = bool(starts) or runs.runs_asynchronously(comp.name)
         counted_by_start = any(s.info.collective for s in starts)
         comp_runs = runs.runs(comp.name)
         reachable = runs.reachable(comp.name)

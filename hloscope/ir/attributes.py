@@ -97,11 +97,12 @@ _NESTED = re.compile(r"[{\[(\"']")
 
 
 def decode_names(text: str) -> tuple[str, ...]:
-    """`%add` or `{%a, %b}` → ('add',) / ('a', 'b'): computation or instruction names."""
+    """`%add` or `{%a, %b}` → ('add',) / ('a', 'b'): computation or instruction names (`add:`,
+    a colon glued to a name, is the name, as XLA's lexer reads it)."""
     inner = _strip_braces(text)
     if not _NESTED.search(inner):
-        return tuple(p.strip().lstrip("%") for p in inner.split(",") if p.strip())
-    return tuple(p.lstrip("%") for p in split_top_level(inner))
+        return tuple(p.strip().lstrip("%").removesuffix(":") for p in inner.split(",") if p.strip())
+    return tuple(p.lstrip("%").removesuffix(":") for p in split_top_level(inner))
 
 
 def decode_key_values(text: str) -> dict[str, Any]:
@@ -181,8 +182,10 @@ class AliasSyntaxError(ValueError):
 # A shape index as XLA's ParseShapeIndex reads it (a comma may close the list: `{0,}`).
 SHAPE_INDEX = r"\{\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*(?:,\s*)?)?\}"
 # An entry; XLA reads one whose parameter number is missing (its number is then undefined).
+# The kind is a name as XLA's ParseName reads it: `must-alias`, `%must-alias`, `must-alias:`.
 _ALIAS_ENTRY = re.compile(
-    "(" + SHAPE_INDEX + r")\s*:\s*\(\s*(\d+)?\s*,\s*(" + SHAPE_INDEX + r")\s*(?:,\s*([\w\-]+)\s*)?\)"
+    "(" + SHAPE_INDEX + r")\s*:\s*\(\s*(\d+)?\s*,\s*(" + SHAPE_INDEX + r")\s*"
+    r"(?:,\s*(%[A-Za-z_][\w.\-]*|[A-Za-z_][\w.\-]*:?|[\w\-]+)\s*)?\)"
 )
 _ENTRY_END = re.compile(r"\s*(?:,|\Z)")
 
@@ -211,7 +214,7 @@ def decode_input_output_alias(text: str, strict: bool = False, keep_repeats: boo
         end = _ENTRY_END.match(inner, m.end()) if m is not None else None
         if end is None:
             raise AliasSyntaxError("malformed input_output_alias entry", base + start)
-        if m.group(4) is not None and m.group(4) not in ("may-alias", "must-alias"):
+        if m.group(4) is not None and _alias_kind(m.group(4)) not in ("may-alias", "must-alias"):
             raise AliasSyntaxError(f"unexpected aliasing kind {m.group(4)!r}: may-alias or must-alias",
                                    base + m.start(4))
         if m.group(2) is not None and (xla_int(m.group(2)) or 0) < 0:  # XLA: param_number >= 0
@@ -241,7 +244,12 @@ def input_output_alias_offsets(text: str) -> tuple[int, ...]:
 def _alias(m: re.Match) -> ParameterAlias:
     number = int(m.group(2)) if m.group(2) is not None else NO_PARAMETER
     return ParameterAlias(decode_int_list(m.group(1)), number, decode_int_list(m.group(3)),
-                          m.group(4) or "may-alias")
+                          _alias_kind(m.group(4)) if m.group(4) else "may-alias")
+
+
+def _alias_kind(written: str) -> str:
+    """An alias kind as XLA's ParseName reads it: the name without its `%` or its glued `:`."""
+    return written[1:] if written[0] == "%" else written.removesuffix(":")
 
 
 NO_PARAMETER = -1

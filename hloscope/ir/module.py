@@ -219,7 +219,9 @@ class Computation:
 
     @property
     def instructions(self) -> list[Instruction]:
-        """Instructions in text order (the schedule, when the module is scheduled)."""
+        """Instructions in text order (the schedule, when the module is scheduled); an operand
+        written `t#0` (the newest XLA's dumps) is the get-tuple-element its parser adds before
+        the first user, as hloscope's does."""
         if self._instructions is None:
             self._read()
         return self._instructions  # type: ignore[return-value]
@@ -288,7 +290,10 @@ class Computation:
             if present is None:
                 present = self._opcodes = frozenset([i.opcode for i in self._instructions])
             return not present.isdisjoint(opcodes)
-        return self.may_mention(tuple(blank + op for op in opcodes for blank in (" ", "\t")))
+        literals = tuple(blank + op for op in opcodes for blank in (" ", "\t"))
+        if "get-tuple-element" in opcodes:
+            literals += ("#",)  # an operand `t#0` is one, not spelled (the newest XLA's dumps)
+        return self.may_mention(literals)
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"

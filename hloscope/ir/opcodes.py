@@ -113,6 +113,10 @@ class OpInfo:
     sugar: bool = False
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
+    arity: int | None = None
+    """XLA's HloOpcodeArity: how many operands an op of a fixed arity takes; None for a
+    variadic opcode (and an unknown one). XLA's parser gives the computation it wraps async
+    sugar in at least that many parameters (hloscope.text.names)."""
     runs_callees: bool = field(init=False, default=False)
     """Its called computations run as steps of the schedule (`calls_kind` loop, call,
     branches or async), not fused or applied. Derived from `calls_kind`, kept as a field:
@@ -231,6 +235,27 @@ for _name in set(_ELEMENTWISE) | {"convert", "bitcast", "reshape", "copy", "tran
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], carries_role=True)
 for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], may_update_in_place=False)
+
+# XLA's HLO_OPCODE_LIST arities (xla/hlo/ir/hlo_opcode.h) of the table's fixed-arity opcodes.
+_ARITIES = {
+    0: "constant iota parameter partition-id replica-id rng-get-and-update-state",
+    1: """abs bitcast bitcast-convert broadcast cbrt ceil cholesky clz convert copy copy-done copy-start cosine
+          domain erf exponential exponential-minus-one fft floor get-dimension-size get-tuple-element imag infeed
+          is-finite log log-plus-one logistic negate not opt-barrier popcnt real reduce-precision reshape reverse
+          rng-bit-generator round-nearest-afz round-nearest-even rsqrt sign sine slice sqrt tan tanh topk
+          transpose while all-gather-done all-reduce-done async-done collective-permute-done recv recv-done
+          send-done""",
+    2: """add add-dependency and atan2 compare complex divide dot gather maximum minimum multiply or outfeed pad
+          power remainder send set-dimension-size shift-left shift-right-arithmetic shift-right-logical
+          stochastic-convert subtract triangular-solve xor""",
+    3: "batch-norm-training clamp ragged-dot select select-and-scatter",
+    4: "scaled-dot",
+    5: "batch-norm-grad batch-norm-inference",
+    6: "ragged-all-to-all",
+}
+for _arity, _names in _ARITIES.items():
+    for _name in _names.split():
+        _TABLE[_name] = dataclasses.replace(_TABLE[_name], arity=_arity)
 
 _SUGAR_SUFFIXES = {"-start": "start", "-update": "update", "-done": "done"}
 # `X-update` exists only as sugar; natively-async ops have no update form, send/recv no -start.

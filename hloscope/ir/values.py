@@ -200,9 +200,7 @@ def name_list(text: str) -> list[str]:
     out = []
     while True:
         t = r.token
-        if t.kind == "ident":
-            out.append(t.text)
-        elif t.kind == "percent":
+        if t.kind in ("ident", "percent", "name"):  # XLA's ParseName: `a`, `%a`, `a:`
             out.append(t.text)
         else:
             raise r.error("expects an instruction name")

@@ -88,7 +88,9 @@ class Original:
         """The body read from `text` at `line` (its `%name`s: `names`) as an original, or None
         when its copies could not be read so (see the module's docstring)."""
         # Where each name stands is found at the first copy (`_recipe`): most bodies have none.
-        if text.count("%") != len(names) or any(inst.nested for inst in instructions):
+        # Nor one with instructions its text does not write: nested ones, and the
+        # get-tuple-elements of `t#i` operands (a `#` may also be in a layout or a string).
+        if text.count("%") != len(names) or "#" in text or any(inst.nested for inst in instructions):
             return None
         return cls(computation, instructions, names, line)
 

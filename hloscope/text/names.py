@@ -12,6 +12,29 @@ from __future__ import annotations
 import re
 
 from ..ir import opcodes
+from ..ir.attributes import decode_names
+
+
+_PRIMITIVE_TYPE = re.compile(
+    r"pred|[su](?:1|2|4|8|16|32|64)|b?f16|f32|f64|c64|c128|f[468]e\d+m\d+[a-z0-9]*|token|opaque")
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def xla_sanitized_name(name: str) -> str:
+    """A name as XLA's NameUniquer::GetSanitizedName makes it legal: a first character that
+    is no letter or `_` becomes `_`, and so does any other character but letters, digits,
+    `_`, `.` and `-`; an element type's name gets a `_` after it; a leading `__` (but
+    `__xla_`) becomes `a_`. XLA names the get-tuple-element of an operand `t#0` so: `t_0`."""
+    if not name:
+        return name
+    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
+        name = "_" + name[1:]
+    name = name[0] + _NOT_IN_NAME.sub("_", name[1:])
+    if _PRIMITIVE_TYPE.fullmatch(name):
+        name += "_"
+    if name.startswith("__") and not name.startswith("__xla_"):
+        name = "a" + name[1:]
+    return name
 
 
 class _NameUniquer:
@@ -80,6 +103,8 @@ def _name_facts(comp) -> tuple[list[str], list[str]]:
     else:
         body = comp.body_source
         names = body.names()
+        if body.source.find("#", body.start, body.end) >= 0:
+            names += _element_names(body.source, body.start, body.end)
         # The regex starts with a character class (slow to scan for): look for the literal first.
         starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
                   if body.source.find("-start", body.start, body.end) >= 0 else ())
@@ -159,6 +184,30 @@ def renames_needed(parts: list[NameFacts]) -> bool:
     return False
 
 
+# An operand `t#i#j...` (a tuple element), as an unread body may write it: its names are found
+# with some to spare (the regex may take a `#` in a string for one), never one short. A `#`
+# the pattern does not explain (blanks or a comment inside `t # 0`) makes a name that no
+# instruction can have repeat: a module with one is renamed, so read, as it should be.
+_ELEMENT_REFERENCE = re.compile(r"(?<![\w.\-])%?([A-Za-z_][\w.\-]*)((?:#[0-9]+)+)")
+
+
+def _element_names(source: str, start: int, end: int) -> list[str]:
+    """The names of the get-tuple-elements XLA makes for the `t#i` operands of the body
+    `source[start:end]` (one per path `t#i`, `t#i#j` in the computation), or more."""
+    paths: set[str] = set()
+    explained = 0
+    for m in _ELEMENT_REFERENCE.finditer(source, start, end):
+        path = m.group(1)
+        for index in m.group(2).split("#")[1:]:
+            path += f"#{int(index)}"
+            paths.add(path)
+        explained += m.group(2).count("#")
+    names = sorted(xla_sanitized_name(p) for p in paths)
+    if explained != source.count("#", start, end):
+        names += ["#", "#"]  # unsure: a repeat, so the module is read and renamed exactly
+    return names
+
+
 # Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
 _SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
 _SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
@@ -170,14 +219,48 @@ def uniquify_instruction_names(comps) -> None:
     """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
     module, computations in module order, instructions in text order."""
     instructions = _NameUniquer()
+    by_name = None
     for comp in comps:
         # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
         # computation while it reads the enclosing one; its names are taken first.
         for inst in comp.instructions:
             op = opcodes.info(inst.opcode)
             if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
-                for _ in inst.operands:
+                if by_name is None:
+                    by_name = {c.text_name: c for c in comps}
+                for _ in range(wrapped_parameters(inst, by_name)):
                     instructions.unique("async_param")
                 instructions.unique(op.wrapped)
         for inst in comp.instructions:
             inst.name = instructions.unique(inst.name)
+
+
+def wrapped_parameters(start, computations: dict) -> int:
+    """How many parameters (each named `async_param`) XLA's parser gives the computation it
+    wraps the async sugar `start` in (`call-start`, ...), as the newest XLA counts them: the
+    operand shapes the start's shape lists, `((operands...), result, context)` (at least the
+    wrapped opcode's arity), and more for those a sugared async-update of the chain lists, or
+    a wrapped call's or fusion's callee (`computations`: by name) takes. jaxlib 0.10.2
+    counts the start's operands instead. The two agree on every text an XLA prints (its
+    start's shape lists its operands, a callee takes them); where a text has them differ,
+    which neither prints and both read, hloscope names as the newest does."""
+    shape = start.shape
+    if not (shape.is_tuple and shape.tuple_shapes and shape.tuple_shapes[0].is_tuple):
+        return len(start.operands)  # no XLA reads such a start (left out, or of another form)
+    op = opcodes.info(start.opcode)
+    count = max(opcodes.info(op.wrapped).arity or 0, len(shape.tuple_shapes[0].tuple_shapes))
+    if op.wrapped in ("call", "fusion"):
+        key = "to_apply" if op.wrapped == "call" else "calls"
+        value = start.attributes.get(key)
+        names = decode_names(value) if value is not None else ()
+        callee = computations.get(names[0]) if len(names) == 1 else None
+        if callee is not None:
+            count = max(count, len(callee.parameters))
+    update = opcodes.info(op.wrapped + "-update").name
+    chain = [u for u in start.users if u.opcode == update]
+    while chain:
+        link = chain.pop()
+        if link.shape.is_tuple and link.shape.tuple_shapes and link.shape.tuple_shapes[0].is_tuple:
+            count = max(count, len(link.shape.tuple_shapes[0].tuple_shapes))
+        chain += [u for u in link.users if u.opcode == update]
+    return count

@@ -54,6 +54,7 @@ from .names import (
     renames_needed,
     uniquify_computation_names,
     uniquify_instruction_names,
+    xla_sanitized_name,
 )
 
 
@@ -83,6 +84,8 @@ def _lark() -> lark.Lark:
 # Token names as people would say them, for error messages.
 _TOKEN_WORDS = {
     "NAME": "a name",
+    "COLON_NAME": "a name",
+    "HASH": "'#'",
     "OPCODE": "an opcode",
     "CONSTANT": "an opcode",
     "ARRAY_SHAPE": "a shape",
@@ -135,6 +138,46 @@ class _Nested:
         self.instructions = instructions
 
 
+_NO_OPERAND = object()
+"""A place in an operand list that holds no operand (grammars/hlo.lark, `operand`)."""
+
+
+def _plain_name(token):
+    """A NAME token for a name written with a colon glued to it (`x:`, a COLON_NAME): XLA's
+    lexer reads it as the name alone."""
+    if token.__class__ is Token and token.type == "COLON_NAME":
+        return Token.new_borrow_pos("NAME", token[:-1], token)
+    return token
+
+
+def _operand_ref(name, elements) -> Token:
+    """The reference `name#i#j...` to a tuple element written `name#i#j` (the specification's
+    `_element`s: `#`, then an integer, blanks allowed between), placed at the name."""
+    name = _plain_name(name)
+    return Token.new_borrow_pos("NAME", str(name) + "".join("#" + str(e) for e in elements), name)
+
+
+def _with_element_marks(operands) -> list:
+    """The nested instructions of an operation's `operands` (in operand order), with a mark
+    where a tuple element `t#i` is written: XLA adds its get-tuple-element while it reads
+    the operands, so before the nested instructions of later operands (`_link` makes it
+    there, if the computation has none for `t#i` yet)."""
+    out = []
+    for o in operands:
+        if o.__class__ is _Nested:
+            out.extend(o.instructions)
+        elif o.__class__ is Token and "#" in o:
+            mark = Instruction(str(o).lstrip("%"), ELEMENT_MARK, UNKNOWN, [], Attributes(()), o.line)
+            mark.nested = True
+            out.append(mark)
+    return out
+
+
+ELEMENT_MARK = "#"
+"""The opcode of a mark `_with_element_marks` leaves among nested instructions (no opcode
+is spelled so); `_link` replaces it by the get-tuple-element it stands for."""
+
+
 class Builder(Transformer):
     """Rule callbacks that build the IR while Lark reduces (no parse tree), for the rules of
     the specification (grammars/hlo.lark) and the alternatives the fast grammar adds."""
@@ -181,13 +224,16 @@ class Builder(Transformer):
     # operands
 
     def typed_operand(self, children):
-        return children[1]
+        return _operand_ref(children[1], children[2:]) if len(children) > 2 else _plain_name(children[1])
 
     def bare_operand(self, children):
-        return children[0]
+        return _operand_ref(children[0], children[1:]) if len(children) > 1 else _plain_name(children[0])
 
     def int_operand(self, children):
         return int(children[0])
+
+    def no_operand(self, children):
+        return _NO_OPERAND
 
     def nested_operand(self, children):
         op = children[-1]
@@ -204,12 +250,25 @@ class Builder(Transformer):
             if o.__class__ is _Nested:
                 operands.append(o.instruction)
                 nested.extend(o.instructions)
-            else:
+            elif o is not _NO_OPERAND:
                 operands.append(o)
-        return _Op(token[:-1].rstrip(), operands, None, nested, token)
+        opcode = token[:-1].rstrip()
+        if opcode == "parameter" and operands and len(operands) + 1 != len(children):
+            raise _error_at(token, "parameter expects one number, parameter(N)")  # read apart in XLA
+        if nested and any(o.__class__ is Token and "#" in o for o in operands):
+            nested = _with_element_marks(children[1:])
+        return _Op(opcode, operands, None, nested, token)
+
+    def literal_group(self, children):
+        """A parenthesized part of a literal, as written (its runs keep their blanks)."""
+        return "(" + "".join(children) + ")"
 
     def constant(self, children):
-        token, literal = children
+        token, parts = children[0], children[1:]
+        first = next((p for p in parts if p.__class__ is Token), token)
+        literal = Token.new_borrow_pos("LITERAL", "".join(parts), first)
+        if first is not parts[0]:  # it starts with a group: placed after the opcode's `(`
+            literal = Token("LITERAL", str(literal), line=token.end_line, column=token.end_column)
         _check_literal(literal)
         return _Op("constant", [], str(literal).strip(), [], token)
 
@@ -220,6 +279,11 @@ class Builder(Transformer):
         if is_root:
             children = children[1:]
         name = children[0]
+        if name.type == "COLON_NAME":
+            name = _plain_name(name)
+            if xla_sanitized_name(name) != name:  # `pred:`: a name no instruction may have
+                raise _error_at(name, f"illegal instruction name: {name}; XLA suggests "
+                                      f"{xla_sanitized_name(name)}")
         if children[1].__class__ is _Op:
             shape, op, attrs = UNKNOWN, children[1], children[2:]
         else:
@@ -297,7 +361,7 @@ class Builder(Transformer):
         return f", {name}=%{comps[-1].text_name}"
 
     def parameter(self, children):
-        return (str(children[0]).lstrip("%"), self._shape(children[-1]))
+        return (str(_plain_name(children[0])).lstrip("%"), self._shape(children[-1]))
 
     def signature(self, children):
         return ([c for c in children[:-1]], self._shape(children[-1]))
@@ -313,7 +377,7 @@ class Builder(Transformer):
             name, signature, body = self._printed_computation(first)
             name_token = Token("NAME", name, start_pos=first.start_pos, line=first.line, column=first.column)
             return self._computation_with_body(name_token, signature, body, children[i + 1:], is_entry)
-        name_token = first
+        name_token = _plain_name(first)
         i += 1
         signature = None
         if i < len(children) and (isinstance(children[i], tuple) or getattr(children[i], "type", "") == "SIGNATURE"):
@@ -376,7 +440,7 @@ class Builder(Transformer):
         return (tables, comps)
 
     def module(self, children):
-        name = str(children[0]).lstrip("%")
+        name = str(_plain_name(children[0])).lstrip("%")
         tables, comps = children[-1]
         if self.unfinished:
             return Unfinished(name, children[1:-1], comps, tables)
@@ -480,8 +544,11 @@ class _Cuts:
         self.parts = re.compile(parts)
         self.parts_line = re.compile(r"[ \t]*" + parts + r"([^\n]*)\n")
         # In an operand list with its layouts removed, a name directly before `,` or the end
-        # is an operand: inside shapes only `]`, `}` and `)` come before a comma.
+        # is an operand: inside shapes only `]`, `}` and `)` come before a comma. A name may
+        # go on with `#i#j...` (a tuple element: the reference keeps them); in a body
+        # without a `#`, none does, and the plain pattern is used.
         self.operand_names = re.compile(r"(?<![\w.\-%])(" + name + r")(?=[ \t]*(?:,|\Z))")
+        self.element_operand_names = re.compile(r"(?<![\w.\-%])(" + name + r"(?:#[0-9]+)*)(?=[ \t]*(?:,|\Z))")
         # Where each instruction of a printed body starts: a name, `=`, then a shape.
         self.instruction_start = re.compile(
             r"^[ \t]*(?:ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(?=\(|[a-z][a-z0-9]*[ \t]*\[)", re.M)
@@ -632,9 +699,10 @@ def _place(text: str, start: int, at: int, line: int, column: int) -> tuple[int,
     return line + newlines, at - text.rfind("\n", start, at)
 
 
-def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Instruction:
+def _instruction_of(m: re.Match[str], tail: str, line: int, column: int, operand_names=None) -> Instruction:
     """An Instruction from a match of `_Cuts.parts` (or `parts_line`) at line:column, with
-    `tail`, its attribute text."""
+    `tail`, its attribute text. `operand_names`: how to find the operand references in the
+    operand list (`_operand_names`; a faster one where no operand can be a tuple element)."""
     root, name, shape_text, opcode, group = m.group(1, 2, 3, 4, 5)
     try:
         shape = parse_shape(shape_text)
@@ -658,7 +726,7 @@ def _instruction_of(m: re.Match[str], tail: str, line: int, column: int) -> Inst
         inner = group[1:-1]
         if "{" in inner:
             inner = _LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
-        operands = _operand_names(inner)
+        operands = (operand_names or _operand_names)(inner)
     inst = Instruction(name.lstrip("%"), opcode, shape, operands, Attributes((), tail), line)
     inst.is_root = root is not None
     inst.literal = literal
@@ -701,7 +769,7 @@ def _name_end_and_brace(source: str, start: int) -> tuple[int, int]:
 
 
 def _operand_names(inner: str) -> list[str]:
-    return _cuts().operand_names.findall(inner)
+    return _cuts().element_operand_names.findall(inner)
 
 
 class LazyBody:
@@ -805,7 +873,9 @@ class LazyBody:
         if lines is None:
             return None
         build, line = _instruction_of, self.line + 1
-        return [build(m, tail, line + k, _start_of(m) - m.start() + 1) for k, (m, tail) in enumerate(lines)]
+        # A body without a `#` writes no tuple element `t#i` (one search of the body, not one per line).
+        plain = _cuts().operand_names.findall if self.source.find("#", self.start, self.end) < 0 else None
+        return [build(m, tail, line + k, _start_of(m) - m.start() + 1, plain) for k, (m, tail) in enumerate(lines)]
 
     def _line_matches(self) -> list[tuple[re.Match[str], str]] | None:
         """Each instruction's `parts_line` match and attribute text, one per line; None when
@@ -1095,6 +1165,7 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
     root = None
     numbers: dict[int, Instruction] = {}
     rules = RULES
+    made = None  # the get-tuple-elements made for `t#i` operands, by the instruction they precede
     for inst in instructions:
         ops = inst.operands
         if ops:
@@ -1105,7 +1176,11 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
                     continue
                 target = by_name.get(ref.lstrip("%"))
                 if target is None:
-                    raise _undefined(ref, inst, instructions)
+                    if "#" not in ref:
+                        raise _undefined(ref, inst, instructions)
+                    if made is None:
+                        made = {}
+                    target = _tuple_element(ref, inst, by_name, made, users, instructions)
                 resolved.append(target)
             inst.operands = resolved
             if users:
@@ -1126,6 +1201,10 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
                                        "parameter(")
                 numbers[number] = inst
         if inst.nested:
+            if inst.opcode == ELEMENT_MARK:  # `t#i` written before a nested operand: made here
+                if made is None:
+                    made = {}
+                _tuple_element(inst.name, inst, by_name, made, users, instructions)
             continue  # anonymous: named by the module-wide uniquer, never referred to by name
         if inst.name in by_name:
             raise HloSyntaxError(f"instruction '{inst.name}' is defined twice", inst.line, 1)
@@ -1142,7 +1221,68 @@ def _link(instructions, name: str, line: int, users: bool = True) -> Instruction
     if root is None:
         root = instructions[-1]
         root.is_root = True
+    if made is not None:
+        instructions[:] = _with_elements_made(instructions, made)
     return root
+
+
+def _tuple_element(ref, user: Instruction, by_name: dict, made: dict, users: bool, instructions) -> Instruction:
+    """The instruction an operand `t#i#j...` stands for, as the newest XLA's parser reads it:
+    `t`'s element i (and of that, element j ...) through get-tuple-elements keyed `t#i`,
+    `t#i#j` in the computation, each made at its first use, before `user` (`made`), and
+    named as the key with `#` made `_` (`t_i_j`, then made unique with the module's names)."""
+    base, *indices = ref.lstrip("%").split("#")
+    target = by_name.get(base)
+    if target is None:
+        raise _undefined(base, user, instructions, where=ref)
+    path = base
+    for written in indices:
+        index = xla_int(written)
+        if index is None:
+            raise _operand_error(ref, user, f"tuple index {written} is out of the range of int64")
+        path += f"#{index}"
+        existing = by_name.get(path)
+        if existing is not None:
+            target = existing
+            continue
+        shape = target.shape
+        element = UNKNOWN
+        if shape.element_type != "unknown":
+            if not shape.is_tuple:
+                raise _operand_error(ref, user, f"'{path}' takes an element of '{target.name}', which is no "
+                                                f"tuple: {shape}")
+            if not 0 <= index < len(shape.tuple_shapes):
+                raise _operand_error(ref, user, f"'{path}': {shape} has no element {index}")
+            element = shape.tuple_shapes[index]
+        gte = Instruction(xla_sanitized_name(path), "get-tuple-element", element, [target],
+                          Attributes((), f", index={index}"), user.line)
+        if users:
+            target.users.append(gte)
+        by_name[path] = gte
+        made.setdefault(id(user), []).append(gte)
+        target = gte
+    return target
+
+
+def _with_elements_made(instructions: list[Instruction], made: dict) -> list[Instruction]:
+    """`instructions` with the get-tuple-elements `_tuple_element` made each before the
+    instruction it was made for, and without `_with_element_marks`' marks."""
+    out = []
+    for inst in instructions:
+        before = made.get(id(inst))
+        if before:
+            out.extend(before)
+        if not (inst.nested and inst.opcode == ELEMENT_MARK):
+            out.append(inst)
+    return out
+
+
+def _operand_error(ref, user: Instruction, message: str) -> HloSyntaxError:
+    """An error at the operand `ref` of `user` (its place found in the source line, when the
+    reference does not know it)."""
+    if getattr(ref, "line", None):
+        return _error_at(ref, message)
+    return HloSyntaxError(message, user.line, 0, hint=str(ref))
 
 
 def _reads_as_copy(original: Original | None, computation, names: list[str]) -> bool:
@@ -1207,9 +1347,11 @@ def _compatible(a: Shape, b: Shape) -> bool:
 _COMPATIBLE: dict[tuple[Shape, Shape], bool] = {}
 
 
-def _undefined(ref, inst: Instruction, instructions) -> HloSyntaxError:
-    """The error for an operand name not defined before `inst` uses it."""
+def _undefined(ref, inst: Instruction, instructions, where=None) -> HloSyntaxError:
+    """The error for an operand name not defined before `inst` uses it (`where`: the operand
+    as written, when it is more than the name: `t#0`)."""
     wanted = ref.lstrip("%")
+    ref = ref if where is None else where
     if wanted == inst.name and not inst.nested:
         message = f"instruction '{wanted}' is its own operand"
     elif any(i.name == wanted and not i.nested for i in instructions):

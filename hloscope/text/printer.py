@@ -10,7 +10,10 @@ second parse names everything the same; attributes that call a computation are r
 the name it is printed under when that differs from the name the text used for it (a
 computation written inline, or renamed by XLA's uniquifier). Not so `control-predecessors`:
 the IR keeps no instruction's written name once the uniquifier renamed it, so a reference to
-such an instruction is printed as written and no longer resolves.
+such an instruction is printed as written and no longer resolves. An operand the text wrote
+as a tuple element, `t#0` (the newest XLA's dumps), is printed as the get-tuple-element the
+parser made of it, as `HloModule::ToString()` prints one: both XLA releases read that, only
+the newest reads `t#0`.
 """
 
 from __future__ import annotations
