@@ -342,7 +342,7 @@ REASONS = {
 FALSE_ACCEPTANCES: list[tuple[str, str, str, int]] = [
     ("replica_groups", r"must have more than one device per group", "newest", 9),
     ("layout", r"Dimensions size is 1, but minor to major size is 0", "newest", 1),
-    ("sharding", r".", "sharding", 546),
+    ("sharding", r".", "sharding", 545),
     ("frontend_attributes|origin|statistics", r".", "text", 82),
     ("metadata", r".", "metadata", 39),
     ("custom-call", r".", "custom-call", 123),
