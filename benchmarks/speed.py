@@ -98,7 +98,7 @@ class ModuleCache:
     rebuilds the grammar, ~2 s)."""
 
     def __init__(self) -> None:
-        from hloscope.api import cache
+        from hloscope.speed import cache
 
         self.modules = Path(cache.private_dir("modules"))
         self.results = Path(cache.private_dir("results"))

@@ -83,7 +83,7 @@ def parse_progress(path: str, min_bytes: int = 8 << 20):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     # Refreshed from the callback, not by rich's refresh thread: with a thread running, the
-    # parser does not fork (hloscope.parallel), and a large file is what it forks for.
+    # parser does not fork (hloscope.speed.runtime), and a large file is what it forks for.
     with Progress(TextColumn("parsing {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                   TimeElapsedColumn(), console=console(stderr=True), transient=True, auto_refresh=False) as bar:
         # The parser reports characters; for UTF-8 HLO (ASCII in practice) they are bytes.

@@ -39,7 +39,7 @@ def _fork_as_a_command_would():
     other (tests/test_parallel.py checks the rule itself in processes of their own)."""
     import threading
 
-    from hloscope.api import runtime
+    from hloscope.speed import runtime
 
     real = runtime.other_threads
     runtime.other_threads = lambda: threading.active_count() > 1

@@ -17,11 +17,13 @@ import time
 import pytest
 
 import hloscope
+from hloscope.speed.lazy import read_all
 from hloscope import HloSyntaxError
 from hloscope.ir.attributes import (
     MAX_PARTICIPANTS,
     decode_replica_groups,
 )
+from hloscope.speed import lazy as speed_lazy
 from hloscope.text import parser as text_parser
 
 from .conftest import ROOT, needs_xla
@@ -58,11 +60,11 @@ def rejected(text: str, tmp_path, fragment: str, place: tuple[int, int], error=H
     if lazy:
         path = tmp_path / "bad.hlo"
         path.write_text(text)
-        default = text_parser.CHECK_ELSEWHERE_CHARS
+        default = speed_lazy.CHECK_ELSEWHERE_CHARS
         # The unread bodies checked here at the first read, and in a forked job while the
         # analysis reads on (what large modules get): the same error either way.
         for threshold in (default, 0):
-            text_parser.CHECK_ELSEWHERE_CHARS = threshold
+            speed_lazy.CHECK_ELSEWHERE_CHARS = threshold
             try:
                 for analysis in ("collectives", "memory", "cost"):  # cost reads every body at once (read_all)
                     with pytest.raises(error) as lazily:
@@ -70,7 +72,7 @@ def rejected(text: str, tmp_path, fragment: str, place: tuple[int, int], error=H
                     assert fragment in lazily.value.message and (lazily.value.line, lazily.value.column) == place
                     assert str(lazily.value) == str(e).replace("bad.hlo", str(path))
             finally:
-                text_parser.CHECK_ELSEWHERE_CHARS = default
+                speed_lazy.CHECK_ELSEWHERE_CHARS = default
     return e
 
 
@@ -369,7 +371,7 @@ def test_reading_every_body_reports_the_first_error_in_text_order_and_keeps_it()
     with pytest.raises(HloSyntaxError) as full:
         hloscope.parse(text)
     lazy = hloscope.parse(text, lazy=True)
-    for ask in (lazy.read_all, lambda: lazy.entry.instructions, lazy.read_all):
+    for ask in (lambda: read_all(lazy), lambda: lazy.entry.instructions, lambda: read_all(lazy)):
         with pytest.raises(HloSyntaxError) as got:
             ask()
         assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,

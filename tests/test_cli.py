@@ -84,7 +84,7 @@ def test_the_process_ends_after_its_output_and_background_writers(tmp_path):
     done = tmp_path / "done"
     code = (
         "import sys, time\n"
-        "from hloscope import cli\nfrom hloscope.api import runtime\n"
+        "from hloscope import cli\nfrom hloscope.speed import runtime\n"
         "print('printed', end='')\n"
         f"runtime.in_background(lambda: (time.sleep(0.5), open({str(done)!r}, 'w').write('x')))\n"
         "cli._exit(3)\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import hloscope
+from hloscope.speed.lazy import read_all
 from hloscope.ir import opcodes
 
 SMALL = """HloModule small, is_scheduled=true, entry_computation_layout={(f32[4]{0})->f32[]}
@@ -152,7 +153,7 @@ def test_lazy_bodies_read_the_same_module():
     for path in fixture_dirs():
         text = (path / "module.hlo.txt").read_text()
         eager, lazy = hloscope.parse(text), hloscope.parse(text, lazy=True)
-        assert not all(c.is_read for c in lazy.computations), path.name
+        assert not all(getattr(c, "is_read", True) for c in lazy.computations), path.name
         assert [c.name for c in lazy.computations] == [c.name for c in eager.computations]
         for a, b in zip(eager.computations, lazy.computations):
             assert [(i.name, i.opcode, i.shape, [o.name for o in i.operands], dict(i.attributes))
@@ -176,7 +177,7 @@ def _as_read(comp) -> list[tuple]:
 
 def test_bodies_read_as_copies_are_what_a_read_finds():
     """`Module.read_all` reads a body that repeats one read before, up to the names of its
-    instructions, as a copy of it (hloscope.text.copies): every instruction, operand, user,
+    instructions, as a copy of it (hloscope.speed.copies): every instruction, operand, user,
     line, attribute and callee is what the full parse finds, on the fixtures and the corpus,
     and a verdict (an error) is the full parse's."""
     from hloscope.ir.structure import structure
@@ -190,23 +191,23 @@ def test_bodies_read_as_copies_are_what_a_read_finds():
         except hloscope.HloSyntaxError as e:
             with pytest.raises(hloscope.HloSyntaxError) as lazily:
                 for m in hloscope.parse_all(text, lazy=True):
-                    m.read_all()
+                    read_all(m)
             assert (lazily.value.message, lazily.value.line, lazily.value.column) == (e.message, e.line, e.column)
             continue
         lazy = hloscope.parse_all(text, lazy=True)
         for a, b in zip(eager, lazy):
-            b.read_all()
+            read_all(b)
             for y in b.computations:
                 # Alike but for the computations they call, each its own (the cost prices a
                 # copy that calls any by its own structure, callees included). First: reading
                 # attributes back as text (`_as_read`) cuts them apart.
-                if y.copy_of is not None:
-                    assert structure(y, _any_callee) == structure(y.copy_of, _any_callee), (a.name, y.name)
+                if getattr(y, "copy_of", None) is not None:
+                    assert structure(y, _any_callee) == structure(getattr(y, "copy_of", None), _any_callee), (a.name, y.name)
             for x, y in zip(a.computations, b.computations):
                 assert _as_read(x) == _as_read(y), (a.name, x.name)
-                if y.copy_of is not None:
+                if getattr(y, "copy_of", None) is not None:
                     copies += 1
-                    assert _as_read(y.copy_of) == _as_read(a.computation(y.copy_of.name))
+                    assert _as_read(getattr(y, "copy_of", None)) == _as_read(a.computation(getattr(y, "copy_of", None).name))
     assert copies > 100  # the fixtures' unrolled layers repeat their fusions
 
 
@@ -295,8 +296,8 @@ def test_a_repeat_up_to_names_is_read_as_a_copy_and_nothing_else_is():
     callee: copies, each calling its own (f.6 the maximum, not f.4's adder). f.8 repeats f.7,
     whose attributes name an instruction (a control predecessor): read."""
     m = hloscope.parse(_REPEATED, lazy=True)
-    m.read_all()
-    copied = {c.name: c.copy_of.name for c in m.computations if c.copy_of is not None}
+    read_all(m)
+    copied = {c.name: getattr(c, "copy_of", None).name for c in m.computations if getattr(c, "copy_of", None) is not None}
     assert copied == {"f.2": "f.1", "f.5": "f.4", "f.6": "f.4"}
     assert [c.name for c in m.computation("f.6").root.called_computations] == ["max"]
     eager = hloscope.parse(_REPEATED)
@@ -309,14 +310,14 @@ def test_a_known_copy_is_made_only_when_its_instructions_are_asked_for():
     asked of f.1 (`may_contain`), and its instructions, made when first asked for, are the
     full parse's."""
     m = hloscope.parse(_REPEATED, lazy=True)
-    m.read_all()
+    read_all(m)
     copy, original = m.computation("f.2"), m.computation("f.1")
-    assert copy.copy_of is original and original.is_read and not copy.is_read
-    assert copy.may_contain(("negate",)) and not copy.may_contain(("add", "reduce"))
-    m.read_all()  # a second pass leaves it as it is
-    assert not copy.is_read
+    assert getattr(copy, "copy_of", None) is original and getattr(original, "is_read", True) and not getattr(copy, "is_read", True)
+    assert copy.holds(("negate",)) and not copy.holds(("add", "reduce"))
+    read_all(m)  # a second pass leaves it as it is
+    assert not getattr(copy, "is_read", True)
     assert _as_read(copy) == _as_read(hloscope.parse(_REPEATED).computation("f.2"))
-    assert copy.is_read and copy.copy_of is original
+    assert getattr(copy, "is_read", True) and getattr(copy, "copy_of", None) is original
 
 
 @pytest.mark.parametrize("error", ["header", "undefined"])
@@ -334,7 +335,7 @@ def test_a_repeat_with_an_error_reports_it(error, how):
         hloscope.parse(text)
     lazy = hloscope.parse(text, lazy=True)
     with pytest.raises(hloscope.HloSyntaxError) as got:
-        lazy.read_all() if how == "read_all" else lazy.entry.instructions
+        read_all(lazy) if how == "read_all" else lazy.entry.instructions
     assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
                                                                       full.value.column)
 
@@ -348,10 +349,10 @@ def _outline_of(modules) -> list:
     for m in modules:
         out.append((m.name, m.attributes.written(), m.tables, m.entry.name))
         for c in m.computations:
-            body = c.body_source
+            body = getattr(c, "body", None)
             span = (body.start, body.end, body.line, body.column) if body is not None else None
             text_name = re.sub(r" inline \d+", " inline", c.text_name)  # made of an object's id
-            out.append((c.name, text_name, c.is_entry, c.line, c.signature, c.attributes.written(), c.is_read, span))
+            out.append((c.name, text_name, c.is_entry, c.line, c.signature, c.attributes.written(), getattr(c, "is_read", True), span))
     return out
 
 
@@ -442,7 +443,7 @@ def test_lazy_body_errors_surface_on_use():
 
 def test_every_analysis_of_a_lazily_loaded_module_reports_an_unread_error(monkeypatch):
     """An error in a body no analysis reads is the full parse's verdict: each analysis
-    reports it, the second as the first (`Module.settle`), after the first read some bodies."""
+    reports it, the second as the first (`speed.lazy.settle`), after the first read some bodies."""
     from .conftest import FIXTURES
 
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
@@ -458,28 +459,6 @@ def test_every_analysis_of_a_lazily_loaded_module_reports_an_unread_error(monkey
         with pytest.raises(hloscope.HloSyntaxError) as lazily:
             analysis()
         assert (lazily.value.line, lazily.value.message) == (full.value.line, full.value.message)
-
-
-def test_the_unread_body_to_check_is_the_first_in_text_order():
-    """`Module._unread_body` goes on from where it last stopped (`_checked_up_to`): whatever
-    is read meanwhile, in whatever order, it answers what a scan of every computation does."""
-    from .conftest import FIXTURES
-
-    def scanned(module):
-        return next((c.body_source for c in module.computations
-                     if not c.is_read and c.body_source is not None and c.copy_of is None), None)
-
-    (module,) = hloscope.parse_all((FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt").read_text(), lazy=True)
-    comps = module.computations
-    assert module._unread_body() is scanned(module) is not None
-    # In text order, each read followed by one further on (the first unread moves on, and
-    # bodies past it are read while it is not).
-    for i in range(len(comps) // 2):
-        for comp in (comps[i], comps[(7 * i + 5) % len(comps)]):
-            comp.instructions
-            assert module._unread_body() is scanned(module)
-    module.read_all()
-    assert module._unread_body() is scanned(module) is None
 
 
 def test_progress_is_reported_up_to_the_end():
@@ -530,7 +509,7 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
 
     bodies = taken = 0
     for comp in _unread_computations():
-        body = comp.body_source
+        body = getattr(comp, "body", None)
         bodies += 1
         fast = read(body._instructions_by_line)
         if fast is None:
@@ -550,7 +529,7 @@ def _unread_computations():
             modules = hloscope.parse_all(text, lazy=True)
         except hloscope.HloSyntaxError:
             continue
-        yield from (c for m in modules for c in m.computations if not c.is_read)
+        yield from (c for m in modules for c in m.computations if not getattr(c, "is_read", True))
 
 
 def test_attribute_lookups_agree_with_the_whole_split():
@@ -585,26 +564,28 @@ def test_attribute_lookups_agree_with_the_whole_split():
 
 
 def test_a_peeked_instruction_is_the_one_a_read_gives():
-    """`Computation.peek()` cuts single instructions of an unread body from their lines.
+    """An unread body's text (`LazyComputation.unread_body()`) cuts single instructions
+    from their lines (`BodyText.instruction_named`).
     Each must be what reading the body gives (operands still names), or None, never
     another. Its `operations()` (name, opcode, operands of each, nothing built) must be the
     read's too, and so must the parameters found used only elementwise from them. On every
     corpus and fixture body."""
     from hloscope.analysis.dataflow import (
-        _elementwise_parameters_of,
         _transitive_uses_elementwise,
+        elementwise_parameters_of,
     )
 
     peeked = cut = operations_cut = 0
     for comp in _unread_computations():
-        peek = comp.peek()
-        operations = peek.operations() if peek is not None else None
-        elementwise = _elementwise_parameters_of(operations) if operations is not None else None
+        body = comp.unread_body()
+        root_name = body.root_name() if body is not None else None
+        operations = body.operations() if root_name is not None else None
+        elementwise = elementwise_parameters_of(operations) if operations is not None else None
         try:
             read = comp.instructions
         except hloscope.HloSyntaxError:
             continue
-        if peek is None:
+        if root_name is None:
             continue
         peeked += 1
         if operations is not None:
@@ -613,9 +594,9 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
                                    else [o.name for o in i.operands]) for i in read], comp.name
             assert elementwise == {p.parameter_number for p in comp.parameters
                                    if _transitive_uses_elementwise(p)}, comp.name
-        assert peek.root_name == comp.root.name
+        assert root_name == comp.root.name
         for inst in read[:12] + read[12:][-12:]:  # both ends of a long body: peeking is per name
-            alone = peek.instruction(inst.name)
+            alone = body.instruction_named(inst.name)
             if alone is None:
                 continue
             cut += 1

@@ -143,7 +143,7 @@ def test_lazily_read_module_prints_the_same():
     path = fixture_dirs()[0] / "module.hlo.txt"
     text = path.read_text()
     lazy = hloscope.parse(text, lazy=True)
-    assert not all(c.is_read for c in lazy.computations)
+    assert not all(getattr(c, "is_read", True) for c in lazy.computations)
     assert lazy.to_text() == hloscope.parse(text).to_text()
 
 

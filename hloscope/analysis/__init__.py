@@ -1,5 +1,6 @@
 """Analyses: read-only, each returning a frozen result with `to_dict()`.
 
-Each imports only the IR and earlier analyses; work that may run elsewhere goes through the
-executor it is handed (hloscope.executor), never a process of its own, a cache or raw text.
+Each imports only the IR and earlier analyses, and walks plain IR. What it asks of a body
+before walking it goes through `facts.Facts` (plain answers by default); processes, caches
+and the text are not theirs (hloscope.speed).
 """

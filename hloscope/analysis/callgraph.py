@@ -16,6 +16,7 @@ from typing import Any
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import info as opinfo
+from .facts import PLAIN, Facts
 
 
 def loop_parts(inst: Instruction) -> tuple[Computation | None, Computation | None]:
@@ -334,18 +335,19 @@ class CallGraph:
     the entry; None = unknown (a loop on the way whose `trip_count` is unknown).
 
     Keyed by computation names as the text's attributes write them. `reads(comp)` False says
-    a computation's calls need not be known (its unread body is then not read): counting
-    collectives skips bodies that call nothing a collective can be in. None reads all."""
+    a computation's calls need not be known (its body is then not walked): counting
+    collectives skips bodies that call nothing a collective can be in. None walks all."""
 
-    def __init__(self, module: Module, reads: Callable[[Computation], bool] | None = None):
+    def __init__(self, module: Module, reads: Callable[[Computation], bool] | None = None,
+                 facts: Facts = PLAIN):
         self.module = module
         # callee name → [(calling instruction, times the instruction runs the callee)]
         self._callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
         loops: list[Instruction] = []
-        calls_nothing: dict[int, bool] = {}  # by original: a copy calls what its original calls
+        calls_nothing: dict[int, bool] = {}  # by `Facts.same_as`: alike ones call alike
         for comp in module.computations:
-            original = comp.copy_of
-            if original is not None and not comp.is_read:
+            original = facts.same_as(comp)
+            if original is not comp:
                 quiet = calls_nothing.get(id(original))
                 if quiet is None:
                     quiet = calls_nothing[id(original)] = not any(

@@ -42,6 +42,7 @@ from typing import Any, Iterable
 
 from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS, spellings
 from .callgraph import CallGraph
+from .facts import PLAIN, Facts
 
 GROUP_KEYS = ("kind", "computation", "op_name", "source")
 """What `CollectivesResult.group_by` (and `count-collectives --by`) can group instances by."""
@@ -269,31 +270,31 @@ _CALLING_ATTRIBUTES = ("calls=", "body=", "condition=", "branch_computations=", 
 _TO_APPLY_CALLS = tuple(sorted(spellings(calls_kind="call")))
 
 
-def _may_call_into_collective(comp) -> bool:
-    """False for an unread body that certainly calls nothing a collective could be in."""
-    return comp.may_mention(_CALLING_ATTRIBUTES) or comp.may_contain(_TO_APPLY_CALLS)
+def _may_call_into_collective(comp, facts: Facts) -> bool:
+    """False for a body that certainly calls nothing a collective could be in."""
+    return facts.writes_any(comp, _CALLING_ATTRIBUTES) or facts.holds_any(comp, _TO_APPLY_CALLS)
 
 
-def _may_hold_collective(comp, holds: dict[int, bool]) -> bool:
-    """False for an unread body that certainly holds no collective: its text names no kind,
-    or it is a copy of a body that holds none (`Computation.copy_of`; `holds`, by original)."""
-    original = comp.copy_of
-    if original is None or comp.is_read:
-        return comp.may_mention(_KIND_NAMES)
+def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
+    """False for a body that certainly holds no collective: its text names no kind, or it is
+    alike one that holds none (`Facts.same_as`; `holds`, by that one)."""
+    original = facts.same_as(comp)
+    if original is comp:
+        return facts.writes_any(comp, _KIND_NAMES)
     found = holds.get(id(original))
     if found is None:
         found = holds[id(original)] = any(inst.info.collective is not None for inst in original.instructions)
     return found
 
 
-def analyze_collectives(module) -> CollectivesResult:
+def analyze_collectives(module, facts: Facts = PLAIN) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
-    # Unread bodies that call nothing a collective could be in stay unread.
-    runs = CallGraph(module, reads=_may_call_into_collective)
+    # Bodies that certainly call nothing a collective could be in are not walked.
+    runs = CallGraph(module, reads=lambda comp: _may_call_into_collective(comp, facts), facts=facts)
     found: list[Collective] = []
     holds: dict[int, bool] = {}  # by original
     for comp in module.computations:
-        if not _may_hold_collective(comp, holds):
+        if not _may_hold_collective(comp, holds, facts):
             continue  # an unread body that certainly holds none
         # Inside an async-start's wrapped computation: asynchronous. If the start is itself
         # a counted collective (sugar printed with its callee), the callee's op is not recounted.

@@ -73,6 +73,7 @@ from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
 from ..ir.structure import structure
 from .callgraph import CallGraph, scheduled_computations, trip_count
 from .collectives import CollectivesResult, analyze_collectives
+from .facts import PLAIN, Facts
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 """What `CostResult.group_by` (and `hloscope cost --by`) can group instructions by."""
@@ -682,7 +683,7 @@ def _fusion(inst: Instruction, c: _Coster) -> Counts:
         return Counts(bytes=_default_bytes(inst))
     if inst.attributes.mentions("kCustom") and (inst.attributes.get("kind") or "").strip() == "kCustom":
         # HloCostAnalysis::HandleFusion prices a custom fusion holding a gather or scatter as that op.
-        for fused in comp.instructions if comp.may_contain(("gather", "scatter")) else ():
+        for fused in comp.instructions if c.facts.holds_any(comp, ("gather", "scatter")) else ():
             if fused.opcode == "gather":
                 return Counts(bytes=_gather_bytes(fused))
             if fused.opcode == "scatter":
@@ -950,8 +951,9 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
 class _Coster:
     """XLA's properties of instructions and computations, each priced once."""
 
-    def __init__(self, collective_bytes: dict[tuple[str, str], int]):
+    def __init__(self, collective_bytes: dict[tuple[str, str], int], facts: Facts = PLAIN):
         self._collective_bytes = collective_bytes
+        self.facts = facts
         self._with_collectives = {comp for comp, _ in collective_bytes}
         self._computations: dict[tuple[str, bool], Counts] = {}
         self._alike: dict[tuple[Hashable, bool], Counts] = {}
@@ -999,8 +1001,8 @@ class _Coster:
         return cost
 
     def fusion_bytes(self, shape: Shape, comp: Computation) -> int:
-        """`_fusion_bytes`, once per result shape and fused computation (a copy's is its original's)."""
-        key = (shape.text, id(comp.copy_of or comp))
+        """`_fusion_bytes`, once per result shape and fused computation (alike ones, once)."""
+        key = (shape.text, id(self.facts.same_as(comp)))
         found = self._fusion_bytes.get(key)
         if found is None:
             found = self._fusion_bytes[key] = _fusion_bytes(shape, comp)
@@ -1010,11 +1012,11 @@ class _Coster:
         """What decides the price of `comp`: its structure, unless names are priced too (a
         collective's bytes are found by name, XLA's remat clones are known by theirs)."""
         if comp.name in self._with_collectives or (
-                comp.may_mention((".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
+                self.facts.writes_any(comp, (".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
             return comp
-        # A copy holds what its original does (Computation.copy_of), but calls callees of its
-        # own: one whose original calls any is looked at itself.
-        original = comp.copy_of or comp
+        # One alike (`Facts.same_as`) holds what it does, but calls callees of its own: one
+        # whose alike calls any is looked at itself.
+        original = self.facts.same_as(comp)
         if original is not comp and self._calls(original):
             original = comp
         found = self._structures.get(id(original))
@@ -1101,17 +1103,16 @@ class _Runs:
 
 
 def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
-                 recomputing_only: bool = False) -> CostResult:
+                 recomputing_only: bool = False, facts: Facts = PLAIN) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
     (see this module's docstring for what is counted, and how). `collectives`: the module's
     collectives, when already found. `recomputing_only`: list only the instructions that
     recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
     metadata is then read for hundreds of instructions, not tens of thousands."""
-    module.read_all()  # every body is priced
-    graph = CallGraph(module)
+    graph = CallGraph(module, facts=facts)
     runs = _Runs(module, graph)
     if collectives is None:
-        collectives = analyze_collectives(module)
+        collectives = analyze_collectives(module, facts)
     collective_bytes: dict[tuple[str, str], int] = {}
     by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}
     wire_by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}
@@ -1125,7 +1126,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         share = factor(size) if factor is not None and size else 1.0
         wire_by_kind[c.kind] += round(c.bytes * share) * n
 
-    coster = _Coster(collective_bytes)
+    coster = _Coster(collective_bytes, facts)
     units: list[InstructionCost] = []
     total = ZERO
     loops: list[LoopCost] = []

@@ -15,7 +15,7 @@ Values of thread-local computations (fusion bodies, reducers, sort comparators, 
 never materialized and get no values here.
 
 Per-opcode facts (which ops forward values, read operands, update in place, ...) come from
-the opcode table, `hloscope.opcodes.info(opcode)`.
+the opcode table, `hloscope.ir.opcodes.info(opcode)`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from ..executor import Executor
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
 from ..ir.shape import ELEMENT_BITS
 from . import tpu
+from .facts import PLAIN, Facts
 from .callgraph import callees_first, loop_parts, scheduled_callees, scheduled_instructions
 
 _SIZE_CACHE: dict[int, tuple[object, int]] = {}
@@ -537,30 +537,22 @@ _IN_PLACE_OPS = tuple(sorted(op for op in opcodes.all_known() if opcodes.info(op
 _FUSIONS = opcodes.spellings(calls_kind="fused")
 
 
-def _fusion_in_place_operands(inst: Instruction, facts: FusedFacts | None = None) -> list[tuple[tuple, int, tuple]]:
+def _fusion_in_place_operands(inst: Instruction, facts: Facts = PLAIN) -> list[tuple[tuple, int, tuple]]:
     """(output_index, operand, operand_index) pairs a fusion updates in place: its root (or a
     root tuple element) is a dynamic-update-slice or scatter of one of its parameters."""
-    if facts is not None:  # asked first: the callee's name need not be found here
-        known = facts.in_place(inst)
-        if known is not None:
-            return known
     called = inst.called_computations
     if not called:
         return []
-    fused = called[0].copy_of or called[0]  # a copy's pairs are its original's
-    if not fused.may_contain(_IN_PLACE_OPS):
-        return []  # an unread body with no in-place op in its text: no need to read it
-    peek = fused.peek()
-    if peek is not None:
-        # The few instructions followed, cut one by one from the unread body.
-        found = _in_place_operands_from(peek.instruction(peek.root_name),
-                                        lambda i, k: peek.instruction(i.operands[k]))
-        if found is not None:
-            return found
-    return _in_place_operands_from(fused.root, lambda i, k: i.operands[k])
+    fused = facts.same_as(called[0])  # the same pairs
+    if not facts.holds_any(fused, _IN_PLACE_OPS):
+        return []
+    found = facts.fusion_in_place_operands(fused)
+    if found is not None:
+        return found
+    return in_place_operands_from(fused.root, lambda i, k: i.operands[k])
 
 
-def _in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | None:
+def in_place_operands_from(root, operand) -> list[tuple[tuple, int, tuple]] | None:
     """The pairs of `_fusion_in_place_operands` from a fused computation's `root`, following
     `operand(instruction, k)`; None if that (or the root) is None: it cannot say."""
     if root is None:
@@ -593,10 +585,10 @@ def _through_bitcasts(inst, operand):
     return None
 
 
-def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None,
+def in_place_pairs(inst: Instruction, facts: Facts = PLAIN,
                    op: opcodes.OpInfo | None = None) -> list[tuple[tuple, int, tuple]]:
     """XLA GetInPlaceInputOutputPairs: (output_index, operand, operand_index) sharing memory.
-    `facts`: what a child found of fused computations already (`FusedFacts`); `op`: the
+    `facts`: answers about fused computations (hloscope.analysis.facts); `op`: the
     instruction's facts where they are not its opcode's (`Dataflow.wrappers`)."""
     aliasing = inst.attributes.decoded("output_to_operand_aliasing") if "output_to_operand_aliasing" in inst.attributes else None
     if aliasing:
@@ -619,23 +611,12 @@ def in_place_pairs(inst: Instruction, facts: FusedFacts | None = None,
     return []
 
 
-def analyze_dataflow(module: Module, facts: FusedFacts | None = None) -> Dataflow:
-    """Values, positions, uses and buffers of `module` (entry and the computations it runs).
-    `facts`: fused computations' in-place pairs a child is finding meanwhile (`FusedFacts`)."""
-    import gc
-
-    # Hundreds of thousands of small objects: the cyclic collector would rescan the parsed
-    # module at every generation threshold (most of the run time on big modules).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _analyze_dataflow(module, facts)
-    finally:
-        if enabled:
-            gc.enable()
+def analyze_dataflow(module: Module, facts: Facts = PLAIN) -> Dataflow:
+    """Values, positions, uses and buffers of `module` (entry and the computations it runs)."""
+    return _analyze_dataflow(module, facts)
 
 
-def _analyze_dataflow(module: Module, facts: FusedFacts | None) -> Dataflow:
+def _analyze_dataflow(module: Module, facts: Facts) -> Dataflow:
     b = _Builder(module)
     b.run_computation(module.entry, None)
 
@@ -731,26 +712,18 @@ _value_id = operator.attrgetter("id")
 _instruction_of = operator.attrgetter("instruction")
 
 
-def _elementwise_parameters(comp: Computation, facts: FusedFacts | None = None) -> frozenset[int]:
+def _elementwise_parameters(comp: Computation, facts: Facts = PLAIN) -> frozenset[int]:
     """Numbers of the parameters of a fused computation that every transitive user reads
-    element by element (`_transitive_uses_elementwise`). An unread body is not read for it:
-    its operations alone are cut from the text (`parser._Peek.operations`), which costs a
-    fraction of a read and keeps nothing, for the many bodies this is the only question about."""
-    known = facts.elementwise(comp) if facts is not None else None
+    element by element (`_transitive_uses_elementwise`)."""
+    comp = facts.same_as(comp)  # the same parameters, used alike
+    known = facts.elementwise_parameters(comp)
     if known is not None:
         return known
-    comp = comp.copy_of or comp  # a copy's parameters are used as its original's are
-    peek = comp.peek()
-    operations = peek.operations() if peek is not None else None
-    if operations is not None:
-        found = _elementwise_parameters_of(operations)
-        if found is not None:
-            return found
     by_number = {p.parameter_number: p for p in comp.parameters}
     return frozenset(n for n, p in by_number.items() if _transitive_uses_elementwise(p))
 
 
-def _elementwise_parameters_of(operations: list[tuple[str, str, list[str]]]) -> frozenset[int] | None:
+def elementwise_parameters_of(operations: list[tuple[str, str, list[str]]]) -> frozenset[int] | None:
     """`_elementwise_parameters` from `(name, opcode, operands)` in text order, or None where
     that is not a plain def-before-use order of unique names (a read then decides, or
     reports the error). Backwards over the text, an instruction taints its operands when it
@@ -796,7 +769,7 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
 
 
 def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None,
-                             in_place: dict | None = None, facts: FusedFacts | None = None,
+                             in_place: dict | None = None, facts: Facts = PLAIN,
                              backend: str = "cpu", at: tuple | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?
@@ -807,8 +780,8 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
 
     `cache` (a dict the caller keeps for one module) holds what is worked out once per user
     instruction: asked about many operands of one fusion, the answers come without redoing it.
-    `in_place`: `Dataflow.in_place`, the in-place pairs found already; `facts`: what a child
-    found of fused computations (`FusedFacts`). `at`: the position `(instruction, index)`
+    `in_place`: `Dataflow.in_place`, the in-place pairs found already; `facts`: answers
+    about fused computations (hloscope.analysis.facts). `at`: the position `(instruction, index)`
     the user reads the value at, when not where it is defined (a `-done` or bitcast
     forwarding it); XLA asks about that instruction."""
     operand, user = operand_value.instruction, user_value.instruction
@@ -1002,10 +975,6 @@ _ELEMENTWISE_SHARING_KINDS = ("kLoop", "kInput")
 (CanShareOperandBufferWithUser); a backend may allow more (`tpu.ELEMENTWISE_SHARING_KINDS`)."""
 
 
-_ANY_ELEMENTWISE_SHARING_KINDS = frozenset(_ELEMENTWISE_SHARING_KINDS) | frozenset(tpu.ELEMENTWISE_SHARING_KINDS)
-"""What the child works facts out for (`_send_fused_facts`), whichever the backend."""
-
-
 def _shares_elementwise_operands(inst: Instruction, backend: str = "cpu") -> bool:
     """A fusion whose output XLA may write over an operand read element by element."""
     kinds = tpu.ELEMENTWISE_SHARING_KINDS if backend == "tpu" else _ELEMENTWISE_SHARING_KINDS
@@ -1044,113 +1013,6 @@ class _SharingFacts:
             if cache is not None:
                 cache[user] = facts
         return facts
-
-
-FUSED_FACTS_MIN_COMPUTATIONS = 5000
-"""From this many computations on, a memory analysis has a child work out fused
-computations' facts meanwhile (`FusedFacts`): a fork costs milliseconds, the facts of
-thousands of fusions a good part of a second."""
-
-
-class FusedFacts:
-    """What a memory analysis asks of fused computations: in-place pairs (asked while the
-    dataflow is built, `_fusion_in_place_operands`), the names of the computations fusions
-    call, and elementwise parameters (asked by the heap replay, `_elementwise_parameters`),
-    worked out by a forked child while the parent builds values. Each kind comes as one
-    message, taken when first asked for if it is there: the parent never waits for the child,
-    it works out itself what the child has not sent yet (or could not find). Only what is not
-    empty travels, by the fusion's place in the schedule, which both processes share: a
-    message keyed by names would cost the parent MB. So answers never depend on the child."""
-
-    __slots__ = ("_child", "_covered", "_elementwise", "_fusions", "_in_place", "_messages", "_named")
-
-    def __init__(self, child, fusions: list[Instruction]):
-        self._child = child
-        self._fusions = fusions
-        self._covered = {inst.computation for inst in fusions}
-        self._messages: list = []
-        self._in_place: dict[Instruction, list] | None = None
-        self._elementwise: dict[Computation, tuple[int, ...]] | None = None
-        self._named = False
-
-    @classmethod
-    def start(cls, scheduled: list[Instruction], executor: Executor) -> FusedFacts | None:
-        """A job at work on the fusions among `scheduled`, or None (the executor runs none)."""
-        fusions = [inst for inst in scheduled if inst.opcode in _FUSIONS]
-        child = executor.stream(_send_fused_facts, fusions) if fusions else None
-        return cls(child, fusions) if child is not None else None
-
-    def _message(self, k: int):
-        """The child's message `k` (0: in-place pairs, 1: callee names, 2: elementwise
-        parameters; None if it failed first), or _PENDING while the child is still at work."""
-        messages = self._messages
-        while len(messages) <= k:
-            if not self._child.ready():
-                return _PENDING
-            messages.append(self._child.receive())
-        return messages[k]
-
-    def in_place(self, fusion: Instruction) -> list | None:
-        """`_fusion_in_place_operands(fusion)`, or None where the child did not (yet) say."""
-        if self._in_place is None:
-            found = self._message(0)
-            if found is _PENDING or found is None:
-                return None
-            self._in_place = {self._fusions[i]: list(pairs) for i, pairs in found.items()}
-        pairs = self._in_place.get(fusion)
-        if pairs is None and fusion.computation in self._covered:
-            return []
-        return pairs
-
-    def name_callees(self) -> None:
-        """Give each fusion the names of the computations it calls, as the child found them,
-        if they are here (the heap replay asks for them all: 0.4 s for 60K fusions)."""
-        if self._named:
-            return
-        names = self._message(1)
-        if names is _PENDING:
-            return
-        self._named = True
-        if names is None or len(names) != len(self._fusions):
-            return  # the child failed: each fusion finds its own when asked
-        for inst, called in zip(self._fusions, names):
-            inst.know_called_computation_names(tuple(called))
-
-    def elementwise(self, comp: Computation) -> frozenset[int] | None:
-        """`_elementwise_parameters(comp)`, or None where the child did not (yet) say."""
-        if self._elementwise is None:
-            self.name_callees()
-            found = self._message(2)
-            if found is _PENDING:
-                return None
-            self._child.cancel()
-            self._elementwise = {self._fusions[i].called_computations[0]: params for i, params in (found or {}).items()}
-        params = self._elementwise.get(comp)
-        return None if params is None else frozenset(params)
-
-    def close(self) -> None:
-        self._child.cancel()
-
-
-_PENDING = object()
-
-
-def _send_fused_facts(send, fusions: list[Instruction]) -> None:
-    """In the child: the in-place pairs of every fusion; the names of the computations each
-    calls; then the elementwise parameters of the computation of every fusion of a kind that
-    may share an operand's buffer (`_ANY_ELEMENTWISE_SHARING_KINDS`) and of an operand shaped
-    as one of its outputs. By the fusion's place in `fusions`."""
-    send({i: tuple(pairs) for i, inst in enumerate(fusions) if (pairs := _fusion_in_place_operands(inst))})
-    send([inst.called_computation_names for inst in fusions])
-    elementwise = {}
-    for i, inst in enumerate(fusions):
-        kind = inst.attributes.uncached("kind") if inst.opcode in _FUSIONS else None
-        if kind not in _ANY_ELEMENTWISE_SHARING_KINDS or not inst.called_computations:
-            continue
-        outputs = {sub for _, sub in inst.shape.subshapes()}
-        if any(o.shape in outputs for o in inst.operands):
-            elementwise[i] = tuple(sorted(_elementwise_parameters(inst.called_computations[0])))
-    send(elementwise)
 
 
 def post_order_ranks(computations, analyzed) -> dict[Instruction, int]:

@@ -37,6 +37,7 @@ from ..ir.module import Instruction
 from ..ir.opcodes import info as opinfo
 from .callgraph import scheduled_callees
 from .dataflow import Value
+from .facts import Facts
 from .memory import MemoryModel
 
 FORWARD, BACKWARD, OTHER = "forward", "backward", "other"
@@ -212,7 +213,7 @@ def gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value]
             out += [(inst, idx, v) for idx, v in values.items()
                     if idx[:1] == (1,) and v.instruction is inst and not v.shape.is_tuple]
         elif op.calls_kind == "fused":
-            gathered = _fused_gathers(inst)
+            gathered = _fused_gathers(inst, model.facts)
             if gathered:
                 dims = {(s.element_type, s.dimensions) for s in gathered}
                 out += [(inst, idx, v) for idx, v in values.items() if v.instruction is inst
@@ -220,9 +221,10 @@ def gathered_values(model: MemoryModel) -> list[tuple[Instruction, tuple, Value]
     return out
 
 
-def _fused_gathers(fusion: Instruction) -> list:
-    """The shapes of the all-gathers a fusion runs inside (bodies that name none stay unread)."""
-    return [i.shape for c in fusion.called_computations if c.may_contain(("all-gather",))
+def _fused_gathers(fusion: Instruction, facts: Facts) -> list:
+    """The shapes of the all-gathers a fusion runs inside (bodies that certainly hold none
+    are not walked)."""
+    return [i.shape for c in fusion.called_computations if facts.holds_any(c, ("all-gather",))
             for i in c.instructions if opinfo(i.opcode).collective == "all-gather" and opinfo(i.opcode).async_role is None]
 
 
@@ -279,14 +281,14 @@ def _gathered_operand(inst: Instruction, index: tuple) -> Instruction | None:
     return inst.operands[k] if k < len(inst.operands) else None
 
 
-def _before_gather(operand: Instruction | None) -> Instruction | None:
+def _before_gather(operand: Instruction | None, facts: Facts) -> Instruction | None:
     """Through an element of another gather's output (TPU's done fusion reads the start
     fusion's elements): what that gather gathers."""
     seen = 0
     while operand is not None and operand.opcode == "get-tuple-element" and operand.operands and seen < 8:
         seen += 1
         src = operand.operands[0]
-        if opinfo(src.opcode).calls_kind != "fused" or not _fused_gathers(src):
+        if opinfo(src.opcode).calls_kind != "fused" or not _fused_gathers(src, facts):
             break
         operand = _gathered_operand(src, ())
     return operand
@@ -431,7 +433,7 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
                       and live.ranges[v][0] <= peak_of[v] <= live.ranges[v][1])
         own_peak = peak_of.get(value, peak)
         timed = sorted((u for u in uses if u.step is not None), key=lambda u: u.step)
-        parameter = _entry_parameter(_before_gather(_gathered_operand(inst, index)), callers)
+        parameter = _entry_parameter(_before_gather(_gathered_operand(inst, index), model.facts), callers)
         held.append(HeldGather(
             instruction=_name(inst, index),
             bytes=value.size,

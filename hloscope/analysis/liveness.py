@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from itertools import compress, islice
 from operator import lt
 
-from ..executor import INLINE, Executor
 from ..ir.module import Computation, Instruction
 from ..ir.opcodes import info as opinfo
 from .callgraph import loop_parts, scheduled_callees
@@ -137,15 +136,7 @@ def compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None = None) ->
     - Values of one buffer never overlap: sorted by start, each ends where the next begins
       (XLA NormalizeAliasedBuffers).
     """
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _compute_live_ranges(dataflow, schedule)
-    finally:
-        if enabled:
-            gc.enable()
+    return _compute_live_ranges(dataflow, schedule)
 
 
 def _compute_live_ranges(dataflow: Dataflow, schedule: Schedule | None) -> LiveRanges:
@@ -360,7 +351,7 @@ class _Group:
 
 def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], alignment: int,
                   may_share: "callable | None" = None, may_share_any: "callable | None" = None,
-                  executor: Executor = INLINE, order: str = "best", peak_buffers: bool = False) -> Heap:
+                  order: str = "best", peak_buffers: bool = False) -> Heap:
     """Replay allocation events as XLA's HeapSimulator does, then pack with best fit.
 
     `order`: "best" packs in XLA's two orders and keeps the smaller heap (CPU, GPU, and TPU
@@ -487,14 +478,10 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     best = None
     # XLA tries both orders and keeps the smaller heap (ChooseBestHeapAlgorithm). Durations
     # are in event time; spatial looks at the first value's own interval, temporal at the
-    # group's whole span. A big heap packs the second order in a child process meanwhile.
+    # group's whole span.
     orders = (("spatial", lambda g: (-g.size, g.own_span, g.first.id)),
               ("temporal", lambda g: (g.span, -g.size, g.first.id)))
-    second = None
-    if len(groups) >= PARALLEL_MIN_GROUPS and order != "merge":
-        second = executor.submit(_packed_in_order, groups, orders[1][1], alignment)
-    # The no-fragmentation figure, while a child packs (if one does): bytes live per step,
-    # each group counted once per step.
+    # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
     for g in groups:
         for s, e in merge_intervals(g.intervals):
@@ -509,20 +496,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
         offsets = {v: group_offsets[id(g)] for g in groups for v in g.values}
         return Heap(size, max_live, max_live_at, timeline, offsets, "merge", trace.peak)
 
-    if second is not None:
-        size, offsets = _best_fit(sorted(groups, key=orders[0][1]), alignment)
-        best = (size, offsets, "spatial")
-        if size <= max_live:
-            second.cancel()  # the other order cannot do better (see below): no need to wait
-        else:
-            other = second.result()
-            if other is not None and other[0] < size:  # a tie keeps the first order, as below
-                best = (other[0], {id(g): off for g, off in zip(groups, other[1])}, "temporal")
-            elif other is None:  # the child failed: pack it here
-                packed = _best_fit(sorted(groups, key=orders[1][1]), alignment, size)
-                if packed is not None:
-                    best = (*packed, "temporal")
-    for name, key in orders if second is None else ():
+    for name, key in orders:
         if best is not None and best[0] <= max_live:
             # No packing is smaller than the most bytes live at one step (groups live at one
             # step never share bytes): this order cannot do better, and a tie keeps the first.
@@ -564,18 +538,6 @@ def _operand_values(inst: Instruction, value_sets, dying) -> list[Value]:
 
 
 _value_id = operator.attrgetter("id")
-
-
-PARALLEL_MIN_GROUPS = 20_000
-"""From this many groups on, the two packing orders run at once (hloscope.parallel): a
-fork costs milliseconds, each order of 50K groups seconds."""
-
-
-def _packed_in_order(groups: list[_Group], key, alignment: int) -> tuple[int, list[int]]:
-    """`_best_fit` in `key`'s order, offsets listed in `groups`' order (plain data, for a
-    child process to send back)."""
-    size, offsets = _best_fit(sorted(groups, key=key), alignment)
-    return size, [offsets[id(g)] for g in groups]
 
 
 def _fast_merge(groups: list[_Group], alignment: int) -> tuple[int, dict[int, int]]:

@@ -12,20 +12,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NotScheduledError
-from ..executor import INLINE, Executor
 from ..ir.module import Instruction
 from . import tpu
-from .callgraph import callees_first, scheduled_computations, scheduled_instructions
+from .callgraph import callees_first, scheduled_computations
 from .dataflow import (
-    FUSED_FACTS_MIN_COMPUTATIONS,
     Dataflow,
-    FusedFacts,
     Value,
     analyze_dataflow,
     can_share_operand_buffer,
     may_share_any_operand_buffer,
     post_order_ranks,
 )
+from .facts import PLAIN, Facts
 from .liveness import (
     Heap,
     LiveRanges,
@@ -150,30 +148,25 @@ def with_xla(analysis: MemoryAnalysis, stats) -> MemoryAnalysis:
 _GPU_MARKERS = ("operation_queue_id", "__triton", "__cublas")
 
 
-def detect_platform(module) -> str:
+def detect_platform(module, facts: Facts = PLAIN) -> str:
     """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO: tiled
     layouts in the entry's shapes (TPU); a GPU backend config or cuBLAS call in the schedule."""
     for comp in scheduled_computations(module):  # the entry first
-        # An unread body's text says, without reading it, that no GPU marker is there.
-        maybe_gpu = comp.may_mention(_GPU_MARKERS)
         if comp is module.entry and any(":T(" in inst.shape.text for inst in comp.instructions):
             return "tpu"
-        if maybe_gpu and any(_marks_gpu(inst) for inst in comp.instructions):
+        if facts.writes_any(comp, _GPU_MARKERS) and any(_marks_gpu(inst) for inst in comp.instructions):
             return "gpu"
     return "cpu"
 
 
 def _marks_gpu(inst: Instruction) -> bool:
     attributes = inst.attributes
-    tail = getattr(attributes, "tail", "")
-    if tail and "operation_queue_id" not in tail and "__triton" not in tail:
-        # Still unsplit text that holds neither marker: no need to split it to know.
-        raw = ""
-    else:
-        raw = attributes.raw.get("backend_config", "") if hasattr(attributes, "raw") else ""
-    if "operation_queue_id" in raw or "fusion_backend_config" in raw and "__triton" in raw:
+    config = ""
+    if attributes.mentions("operation_queue_id") or attributes.mentions("__triton"):
+        config = attributes.get("backend_config", "")
+    if "operation_queue_id" in config or "fusion_backend_config" in config and "__triton" in config:
         return True
-    return inst.opcode == "custom-call" and "__cublas" in inst.attributes.get("custom_call_target", "")
+    return inst.opcode == "custom-call" and "__cublas" in attributes.get("custom_call_target", "")
 
 
 class _Allocation:
@@ -503,10 +496,8 @@ class _Sharing:
 
     __slots__ = ("backend", "cache", "dataflow", "facts")
 
-    def __init__(self, dataflow: Dataflow, facts, backend: str = "cpu"):
+    def __init__(self, dataflow: Dataflow, facts: Facts, backend: str = "cpu"):
         self.dataflow, self.facts, self.cache, self.backend = dataflow, facts, {}, backend
-        if facts is not None:
-            facts.name_callees()
 
     def may_share(self, operand_value: Value, user_value: Value, at: tuple | None = None) -> bool:
         return can_share_operand_buffer(operand_value, user_value, self.cache, self.dataflow.in_place, self.facts,
@@ -543,6 +534,9 @@ class MemoryModel:
     trace_peaks: dict[int, int] = field(default_factory=dict)
     """The most bytes a memory space's heap trace holds at once, where XLA's trace is not
     the heap's buffers over their live ranges (TPU's VMEM: `tpu.vmem_trace_peak`)."""
+    facts: Facts = field(default=PLAIN, repr=False, compare=False)
+    """What the model was built asking (hloscope.analysis.facts); the analyses that ask
+    more of the model ask it too."""
 
     @property
     def heap_peak_bytes(self) -> int:
@@ -574,7 +568,7 @@ class MemoryModel:
 
 
 def build_memory_model(module, platform: str | None = None, alignment: int | None = None,
-                       executor: Executor = INLINE) -> MemoryModel:
+                       facts: Facts = PLAIN) -> MemoryModel:
     """Values, live ranges and packed heaps of a scheduled module (see `MemoryModel`).
 
     Raises NotScheduledError for a module without `is_scheduled=true`: liveness needs the
@@ -586,17 +580,8 @@ def build_memory_model(module, platform: str | None = None, alignment: int | Non
             "(`jax.jit(f).lower(...).compile().as_text()` or an `*after_optimizations.txt` dump), "
             "whose header says `is_scheduled=true`"
         )
-    # First: it looks at the scheduled bodies' text before they are read.
-    platform = platform or detect_platform(module)
-    facts = None
-    if len(module.computations) >= FUSED_FACTS_MIN_COMPUTATIONS:
-        # The scheduled bodies read first: the child then has them too.
-        facts = FusedFacts.start(list(scheduled_instructions(module)), executor)
-    try:
-        return _build_with(module, platform, alignment, facts, executor)
-    finally:
-        if facts is not None:
-            facts.close()
+    platform = platform or detect_platform(module, facts)
+    return _build_with(module, platform, alignment, facts)
 
 
 def _alignment(platform: str, space: int, alignment: int | None) -> int:
@@ -678,10 +663,9 @@ def _round_up(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment
 
 
-def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts | None,
-                executor: Executor) -> MemoryModel:
+def _build_with(module, platform: str, alignment: int | None, facts: Facts) -> MemoryModel:
     df = analyze_dataflow(module, facts)
-    rules = tpu.TpuRules.of(module) if platform == "tpu" else None
+    rules = tpu.TpuRules.of(module, facts) if platform == "tpu" else None
     if rules is not None:
         for v in df.values:
             v.size = tpu.byte_size(v.shape)
@@ -700,15 +684,15 @@ def _build_with(module, platform: str, alignment: int | None, facts: FusedFacts 
     output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
 
     if rules is None:
-        packed = _assign_and_pack(df, live, facts, platform, alignment, executor, "size", "best")
+        packed = _assign_and_pack(df, live, facts, platform, alignment, "size", "best")
         return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
-                           packed.tables)
+                           packed.tables, facts=facts)
     packed, notes = rules.assign(lambda order, packing: _assign_and_pack(
-        df, live, facts, platform, alignment, executor, order, packing, tpu.must_not_live_out, True))
+        df, live, facts, platform, alignment, order, packing, tpu.must_not_live_out, True))
     vmem = packed.heaps.get(tpu.VMEM_SPACE)
     traces = {tpu.VMEM_SPACE: tpu.vmem_trace_peak(list(vmem.offsets), live, df)} if vmem is not None else {}
     return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
-                       packed.tables, notes, rules, traces)
+                       packed.tables, notes, rules, traces, facts)
 
 
 @dataclass(frozen=True)
@@ -721,8 +705,8 @@ class _Packed:
     libtpu compares with the device's memory (`tpu.falls_back`)."""
 
 
-def _assign_and_pack(df: Dataflow, live: LiveRanges, facts, platform: str, alignment: int | None,
-                     executor: Executor, order: str, packing: str, must_not_live_out=None,
+def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, platform: str, alignment: int | None,
+                     order: str, packing: str, must_not_live_out=None,
                      peak_buffers: bool = False) -> _Packed:
     """Buffer assignment in `order` (`_Assigner`), then each memory space's temp heap packed:
     the default space's with `simulate_heap`'s `packing` (its heap trace replayed for
@@ -745,7 +729,7 @@ def _assign_and_pack(df: Dataflow, live: LiveRanges, facts, platform: str, align
         # before packing, the analysis' peak.
         sharing = _Sharing(df, facts, platform)
         heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment), sharing.may_share,
-                                     sharing.may_share_any, executor, packing if space == 0 else "best",
+                                     sharing.may_share_any, packing if space == 0 else "best",
                                      peak_buffers=peak_buffers and space == 0)
         del sharing
     for space, sizes in tables.items():
@@ -757,11 +741,11 @@ def _assign_and_pack(df: Dataflow, live: LiveRanges, facts, platform: str, align
 
 
 def analyze_memory(module, platform: str | None = None, alignment: int | None = None,
-                   executor: Executor = INLINE, model: MemoryModel | None = None) -> MemoryAnalysis:
+                   facts: Facts = PLAIN, model: MemoryModel | None = None) -> MemoryAnalysis:
     """XLA's memory figures for a scheduled module (bytes); see `MemoryAnalysis`. `model`:
     the module's `build_memory_model`, when the caller has it already."""
     if model is None:
-        model = build_memory_model(module, platform, alignment, executor)
+        model = build_memory_model(module, platform, alignment, facts)
     live, heaps = model.live, model.heaps
     argument, output, alias = model.argument_bytes, model.output_bytes, model.alias_bytes
     heap = heaps.get(0)

@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass
 
 from .callgraph import loop_parts, scheduled_computations
+from .facts import PLAIN, Facts
 
 
 ALIGNMENT = {0: 16384, 1: 4096, 2: 4}
@@ -206,9 +207,9 @@ class TpuRules:
     """Why: the marker found, or that none was."""
 
     @staticmethod
-    def of(module) -> "TpuRules":
+    def of(module, facts: Facts = PLAIN) -> "TpuRules":
         for comp in scheduled_computations(module):
-            if comp.may_mention((NEWER_LIBTPU_MARKER,)) and any(
+            if facts.writes_any(comp, (NEWER_LIBTPU_MARKER,)) and any(
                     NEWER_LIBTPU_MARKER in inst.attributes.get("backend_config", "") for inst in comp.instructions):
                 return TpuRules(True, f"its backend_configs have the field {NEWER_LIBTPU_MARKER}, "
                                       "which libtpu 0.0.50 (jax 0.12) writes")

@@ -1,6 +1,5 @@
 """The api layer: reading HLO into analysable modules (loading), the Module users get
-(module), with the cache (cache) and the forking executor (runtime) wired in.
+(module), and comparing two (compare), each through hloscope.speed for how fast.
 
-Nothing is imported here: the command line imports `runtime` alone at start-up, and must not
-pay for the parser and the analyses before it knows it needs them.
+Nothing is imported here: the command line starts without the parser and the analyses.
 """

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..analysis.diff import DiffResult, Side
 from ..analysis.diff import diff as diff_sides
-from . import plain, runtime
+from ..speed import plain, runtime
 from .module import RESULT_TYPES, Module, cost_in_brief, kept
 
 _SIDE_TYPES = plain.allowing((Side,) + tuple(t for types in RESULT_TYPES.values() for t in types))
@@ -15,7 +15,7 @@ _SIDE_TYPES = plain.allowing((Side,) + tuple(t for types in RESULT_TYPES.values(
 def side(module: Module, label: str = "") -> Side:
     """Everything the diff reads of one module (its memory, roles at the peak, collectives,
     held gathers and cost in brief; one memory model serves the memory analyses). The cost
-    first: it reads every body, each once (`Module.read_all`)."""
+    first: it reads every body, each once (hloscope.speed.analyzing)."""
     cost = cost_in_brief(module)
     return Side(memory=module.memory(), roles=module.roles(), collectives=module.collectives(),
                 gathers=module.held_gathers(), cost=cost, label=label)
@@ -39,7 +39,7 @@ def work_out_side(module: Module, timelines: bool = False) -> None:
 def sides(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
           b_worked_out: Callable[[], bool] | None = None) -> tuple[Side, Side]:
     """Both sides; B's in a forked child while this process does A's, where it can fork
-    (hloscope.api.runtime) and B's results are not in the cache already. A child that fails
+    (hloscope.speed.runtime) and B's results are not in the cache already. A child that fails
     (B's text holds an error a read finds) sends nothing, and B's side is then done here,
     raising what it raises, after A's: the errors come in the order they would without it.
 

@@ -1,8 +1,7 @@
 """Reading HLO: from a file, a string or a jax `Compiled`, into analysable modules.
 
-Here the speed machinery is wired in: a file's outline comes from the cache when its text was
-seen before, a large text is parsed in two parts at once (hloscope.text.split, with the
-forking executor), and freed parse buffers go back to the system.
+How fast is hloscope.speed's: a file's outline comes from its cache when the text was seen
+before, a lazy parse leaves bodies unread, a large text is parsed in two parts at once.
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ from ..text.dumpfiles import (
     mlir_start,
     side_file_kind,
 )
-from ..text.parser import parse_part
-from ..text.split import parse_in_two
-from . import cache, runtime
+from ..speed import seam as speed
+from ..speed import cache, runtime
 from .module import Module, adopt
 
 
@@ -42,7 +40,7 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     With `lazy`, computation bodies in XLA's printed form are checked by the grammar but cut
     into instructions only when first used (fused computations are most of a large dump);
     an error only those instructions can show (an undefined operand) then surfaces on use.
-    A large text is then read in two parts at once where it can be (hloscope.text.split).
+    A large text is then read in two parts at once where it can be (hloscope.speed.split).
     `progress(characters_read)` is called as the parse advances.
 
     `engine`: "fast" (the default), or "lark": the reference engine, which reads the text
@@ -57,12 +55,8 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
     if engine != "fast":
         raise ValueError(f"engine must be 'fast' or 'lark', not {engine!r}")
     if not lazy:
-        return adopt(parse_part(text, filename, lazy=False, progress=progress))
-    modules = parse_in_two(text, filename, runtime.FORKING, progress)
-    if modules is None:
-        modules = parse_part(text, filename, lazy=True, progress=progress)
-    runtime.trim()  # what the tokens' copies of the bodies took (see runtime.trim)
-    return adopt(modules)
+        return adopt(speed.parse_eagerly(text, filename, progress))
+    return adopt(speed.parse_lazily(text, filename, progress))
 
 
 def parse(text: str, filename: str = "<string>", lazy: bool = False, engine: str = "fast") -> Module:
@@ -180,7 +174,7 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     """Read a file (plain or gzipped; `-` for standard input) and parse every module in it.
 
     With `lazy`, bodies are read on first use, and the module's outline is kept in
-    hloscope's cache (see hloscope.api.cache) so that the next load of the same text is
+    hloscope's cache (see hloscope.speed.cache) so that the next load of the same text is
     instant. Modules loaded from a file carry the text's hash, under which analyses keep
     their results. Raises InputError or HloSyntaxError, naming the file.
     """

@@ -1,14 +1,12 @@
 """The Module users get: the IR's Module, with its analyses one call away.
 
 `module.memory()`, `module.collectives()`, `module.stats()` run the analyses (hloscope.analysis)
-with what only this layer has: the cache of results by the text's hash, and the executor that
-may fork. The IR itself knows no analysis, so a parsed IR module becomes one of these
+through hloscope.speed: its cache of results by the text's hash, and what it answers from the
+text (`speed.analyzing`). The IR itself knows no analysis, so a parsed IR module becomes one of these
 (`adopt`): same object, same slots, one class more.
 """
 
 from __future__ import annotations
-
-import contextlib
 
 from ..analysis.collectives import (
     Collective,
@@ -41,68 +39,55 @@ from ..analysis.roles import (
 from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
-from . import cache, runtime
+from ..speed import seam as speed
+from ..speed import cache
 
 _last_model: list = [None, None]
 """The last module's memory model and its key: `memory()` then `held_gathers()` on one
 module (what `hloscope gathers` and the diff do) builds it once."""
 
 
-@contextlib.contextmanager
-def _analyzing(module):
-    """One analysis of `module` at work: the cyclic GC off (an analysis makes hundreds of
-    thousands of small, acyclic objects), and the check of a lazily loaded module's unread
-    bodies (the full parse's verdict) in a forked job meanwhile, settled before the answer."""
-    with runtime.no_cyclic_gc():
-        module.check_elsewhere(runtime.FORKING)
-        try:
-            yield
-            module.settle()
-        finally:
-            module.check_elsewhere(None)
-
-
-def _model(module, platform: str | None, alignment: int | None) -> MemoryModel:
+def _model(module, platform: str | None, alignment: int | None, facts) -> MemoryModel:
     key = (platform, alignment)
     last = _last_model[1]
     if last is None or last.module is not module or _last_model[0] != key:
         _last_model[:] = [None, None]  # the old model is let go before the new one is built
-        model = build_memory_model(module, platform, alignment, executor=runtime.FORKING)
+        model = build_memory_model(module, platform, alignment, facts)
         _last_model[:] = [key, model]
     return _last_model[1]
 
 
 def _memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
-    with _analyzing(module):
-        return analyze_memory(module, model=_model(module, platform, alignment))
+    with speed.analyzing(module) as facts:
+        return analyze_memory(module, model=_model(module, platform, alignment, facts))
 
 
 def _held_gathers(module, platform: str | None = None, alignment: int | None = None) -> GathersResult:
-    with _analyzing(module):
-        return analyze_held_gathers(module, _model(module, platform, alignment))
+    with speed.analyzing(module) as facts:
+        return analyze_held_gathers(module, _model(module, platform, alignment, facts))
 
 
 def _roles(module, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
-    with _analyzing(module):
-        return roles_at_peak(module, _model(module, platform, alignment))
+    with speed.analyzing(module) as facts:
+        return roles_at_peak(module, _model(module, platform, alignment, facts))
 
 
 def _role_timelines(module, platform: str | None = None, alignment: int | None = None) -> dict[str, tuple[int, ...]]:
-    with _analyzing(module):
-        model = _model(module, platform, alignment)
+    with speed.analyzing(module) as facts:
+        model = _model(module, platform, alignment, facts)
         # Tuples: plain data the cache keeps without a call per step.
         return {role: tuple(t) for role, t in role_timelines(model, assign_roles(module, model)).items()}
 
 
 def _collectives(module) -> CollectivesResult:
-    with _analyzing(module):
-        return analyze_collectives(module)
+    with speed.analyzing(module) as facts:
+        return analyze_collectives(module, facts)
 
 
 def _cost(module, recomputing_only: bool = False) -> CostResult:
-    with _analyzing(module):
-        module.read_all()  # the cost reads every body: each once, before the collectives read some
-        return analyze_cost(module, _collectives(module), recomputing_only)
+    # The cost reads every body: each once, before the collectives read some.
+    with speed.analyzing(module, reads_all=True) as facts:
+        return analyze_cost(module, _collectives(module), recomputing_only, facts)
 
 
 def _cost_in_brief(module) -> CostResult:
@@ -174,7 +159,7 @@ class Module(ir.Module):
         return {role: list(t) for role, t in _role_timelines(self, platform, alignment).items()}
 
     def stats(self):
-        with _analyzing(self):
+        with speed.analyzing(self):
             return module_stats(self)
 
     def to_text(self) -> str:

@@ -19,7 +19,7 @@ from typing import NoReturn
 import click
 
 from .. import __version__
-from ..api.runtime import wait_for_background
+from ..speed.runtime import wait_for_background
 from ..errors import HloscopeError
 
 # name → "module:attribute" of the click command.

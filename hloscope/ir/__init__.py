@@ -1,8 +1,7 @@
 """The IR: shapes, the opcode table, attributes, and Module ▸ Computation ▸ Instruction.
 
 The bottom layer: plain objects that know nothing of how they were parsed, cached or
-analysed. A computation's body may be read lazily through the `BodySource` protocol
-(hloscope.ir.module), which the text layer implements.
+analysed (a loader may subclass Computation to read its body later: hloscope.speed.lazy).
 """
 
 from .module import Computation, Instruction, Module

@@ -6,9 +6,8 @@ module (`is_scheduled=true`) each computation's instruction order is its schedul
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator
 
-from ..executor import Executor
 from . import graph, opcodes
 from .attributes import (
     COMPUTATION_ATTRIBUTES,
@@ -21,37 +20,6 @@ from .shape import Shape
 
 if TYPE_CHECKING:
     import networkx
-
-
-class BodySource(Protocol):
-    """Where an unread computation body comes from (the text layer's lazy bodies).
-
-    The IR knows only this: a body can be read into instructions, may be peeked at without
-    linking, can say cheaply that a literal certainly does not occur in it, and answers for
-    the check of the module's unread bodies (what a full parse would say of them)."""
-
-    def read(self, computation: "Computation", in_text_order: bool = False,
-             copies: dict | None = None) -> tuple[list["Instruction"] | None, "Instruction | None", "Computation | None"]:
-        """The body's instructions (linked, in text order), its root, and the computation it
-        repeats (`Computation.copy_of`), if any. `in_text_order`: the caller reads every
-        unread body of the module, in text order, this one the first left
-        (`Module.read_all`). `copies`: a dict the caller keeps for one such pass, in which
-        the source keeps what lets a body written as one read before be known as its copy:
-        then (None, None, that computation), and the next read makes the copy."""
-
-    def peek(self) -> Any:
-        """Instructions found one at a time, unlinked, or None when only a whole read is exact."""
-
-    def mentions(self, literals: tuple[str, ...]) -> bool:
-        """False only when none of `literals` occurs in the body's text, certainly."""
-
-    def check_elsewhere(self, module: "Module", executor: Executor | None) -> None:
-        """Let the check of the module's unread bodies (what a full parse would say of them)
-        run through `executor`, reads going on meanwhile; None: checked at the first read."""
-
-    def settle(self, module: "Module") -> None:
-        """Raise what a full parse would report of the module's unread bodies, if anything
-        (waiting for a check under way elsewhere)."""
 
 
 class Instruction:
@@ -78,7 +46,8 @@ class Instruction:
         "_called",
     )
 
-    def __init__(self, name: str, opcode: str, shape: Shape, operands: list, attributes: Attributes, line: int = 0):
+    def __init__(self, name: str, opcode: str, shape: Shape, operands: list, attributes: Attributes, line: int = 0,
+                 called: tuple[str, ...] | None = None):
         self.name = name
         self.opcode = opcode
         self.shape = shape
@@ -91,7 +60,9 @@ class Instruction:
         self.parameter_number: int | None = None
         self.users: list[Instruction] = []
         self.nested = False
-        self._called: tuple[str, ...] | None = None
+        self._called = called
+        """`called_computation_names`, once found (or given by a maker that read the same
+        attributes)."""
 
     def __repr__(self) -> str:
         return f"<Instruction {self.name} = {self.shape} {self.opcode}>"
@@ -142,12 +113,6 @@ class Instruction:
         self._called = names
         return names
 
-    def know_called_computation_names(self, names: tuple[str, ...]) -> None:
-        """Take `called_computation_names` as found elsewhere (by a process reading the same
-        text), unless already found here."""
-        if self._called is None:
-            self._called = names
-
     @property
     def called_computations(self) -> list["Computation"]:
         """The computations this instruction calls (to_apply, calls, body, condition, branches)."""
@@ -189,14 +154,12 @@ class Computation:
     """A computation: its instructions in text order, its root and parameters."""
 
     __slots__ = ("name", "_instructions", "is_entry", "_root", "module", "attributes", "line", "_by_name",
-                 "signature", "text_name", "_body", "_opcodes", "copy_of")
+                 "signature", "text_name")
 
     def __init__(self, name: str, instructions: list[Instruction] | None, is_entry: bool, root: Instruction | None,
-                 attributes: Attributes, line: int = 0, signature: Any = None, body: Any = None):
+                 attributes: Attributes, line: int = 0, signature: Any = None):
         self.name = name
         self._instructions = instructions
-        self._body = body
-        """While the instructions are unread: the body's text, read by `body.read(self)`."""
         self.is_entry = is_entry
         self._root = root
         self.module: Module | None = None
@@ -206,94 +169,19 @@ class Computation:
         """The header's `(params) -> result`: text as printed, or (params, result) when
         written otherwise; the parameter instructions are what define parameters."""
         self._by_name: dict[str, Instruction] | None = None
-        self._opcodes: frozenset[str] | None = None
         self.text_name = name
         """The name other instructions use for it in the text (XLA may rename repeats)."""
-        self.copy_of: Computation | None = None
-        """The computation whose body this one's repeats, up to the names of its instructions
-        and of the computations they call (each name written with its `%`), when a read found
-        so (`Module.read_all`): the two hold the same instructions in the same order,
-        attributes and all but for the callees' names, which are each one's own
-        (hloscope.text.copies). A copy's own instructions are made from its original's when
-        first asked for; until then, what it holds is asked of the original (`may_contain`)."""
 
     @property
     def instructions(self) -> list[Instruction]:
         """Instructions in text order (the schedule, when the module is scheduled); an operand
         written `t#0` (the newest XLA's dumps) is the get-tuple-element its parser adds before
         the first user, as hloscope's does."""
-        if self._instructions is None:
-            self._read()
         return self._instructions  # type: ignore[return-value]
 
     @property
     def root(self) -> Instruction:
-        if self._instructions is None:
-            self._read()
         return self._root  # type: ignore[return-value]
-
-    @property
-    def body_source(self) -> BodySource | None:
-        """Where the unread body comes from (None once read, unless `read_keeping_outline`)."""
-        return self._body
-
-    def forget_body_source(self) -> None:
-        """Drop the kept body source of a read computation (its text no longer describes it)."""
-        if self._instructions is not None:
-            self._body = None
-
-    @property
-    def is_read(self) -> bool:
-        """Whether the instructions have been read (a lazily loaded body is read on first use)."""
-        return self._instructions is not None
-
-    def _read(self, in_text_order: bool = False, copies: dict | None = None) -> None:
-        instructions, root, self.copy_of = self._body.read(self, in_text_order, copies)
-        if instructions is None:
-            return  # a copy of `copy_of`, made when first asked for
-        for inst in instructions:
-            inst.computation = self
-        self._instructions, self._root, self._body = instructions, root, None
-
-    def read_keeping_outline(self) -> None:
-        """Read the body now, and keep where it lies in the text: the module's outline can
-        still be cached, and `may_mention` still searches the text. Raises HloSyntaxError as
-        the read on first use would (the body then stays unread)."""
-        if self._instructions is None:
-            body = self._body
-            self._read()
-            self._body = body
-
-    def peek(self):
-        """For an unread body: its instructions found and cut one at a time, unlinked
-        (operands are names), without reading the rest (`parser._Peek`); None when read or
-        when only a whole read is exact."""
-        return self._body.peek() if self._instructions is None else None
-
-    def may_mention(self, literals: tuple[str, ...]) -> bool:
-        """False only when the body's text certainly holds none of `literals`: lets an
-        analysis skip bodies it need not read. Without the text (a read computation that
-        did not keep it), True: the caller looks at its instructions."""
-        body = self._body
-        return True if body is None else body.mentions(literals)
-
-    def may_contain(self, opcodes: tuple[str, ...]) -> bool:
-        """False only when the unread body certainly holds no instruction with one of `opcodes`
-        (spelled as the text writes them: `reduce-scatter-start`, not `async-start`). An
-        instruction line writes blanks between its shape and its opcode, so the body's text
-        then holds the opcode after a space or a tab (`may_mention`); True when unsure. A read
-        body answers exactly, from the set of its opcodes."""
-        if self._instructions is None and self.copy_of is not None:
-            return self.copy_of.may_contain(opcodes)  # a copy holds its original's opcodes
-        if self._instructions is not None:
-            present = self._opcodes
-            if present is None:
-                present = self._opcodes = frozenset([i.opcode for i in self._instructions])
-            return not present.isdisjoint(opcodes)
-        literals = tuple(blank + op for op in opcodes for blank in (" ", "\t"))
-        if "get-tuple-element" in opcodes:
-            literals += ("#",)  # an operand `t#0` is one, not spelled (the newest XLA's dumps)
-        return self.may_mention(literals)
 
     def __repr__(self) -> str:
         return f"<Computation {self.name} ({len(self.instructions)} instructions)>"
@@ -305,7 +193,7 @@ class Computation:
         return len(self.instructions)
 
     def __bool__(self) -> bool:
-        # Always true, without reading an unread body for `__len__` (`a.copy_of or a`).
+        # Always true (`a or b` picks a computation, never asks its length).
         return True
 
     def instruction(self, name: str) -> Instruction | None:
@@ -339,7 +227,7 @@ class Module:
     """One HloModule: header attributes, debug tables, computations in text order."""
 
     __slots__ = ("name", "attributes", "computations", "entry", "tables", "_by_name", "_by_text_name", "_frame_sources",
-                 "source_path", "cache_key", "_checking", "_checked_up_to")
+                 "source_path", "__weakref__")
 
     def __init__(self, name: str, attributes: Attributes, computations: list[Computation], entry: Computation,
                  tables: dict[str, dict[int, str]]):
@@ -349,13 +237,8 @@ class Module:
         self.entry = entry
         self.tables = tables
         self.source_path: str | None = None
-        self.cache_key: str | None = None
-        """Names the module's text and place in it, when it was loaded from a file (hloscope.cache)."""
         self._by_name = {c.name: c for c in computations}
         self._by_text_name = {c.text_name: c for c in computations}
-        self._checking: BodySource | None = None
-        self._checked_up_to = 0
-        """How many computations, in order, are known to need no check (`_unread_body`)."""
         self._frame_sources: dict[int, str | None] = {}
         for c in computations:
             c.module = self
@@ -371,47 +254,6 @@ class Module:
     def callee(self, text_name: str) -> Computation | None:
         """The computation an attribute's value refers to (by its name in the text)."""
         return self._by_text_name.get(text_name.lstrip("%"))
-
-    def check_elsewhere(self, executor: Executor | None) -> None:
-        """While an analysis runs, let the check of the unread bodies (a lazily loaded
-        module's; see text.parser) run through `executor`: reads go on meanwhile, and the
-        analysis calls `settle()` before it answers. None: back to checking at the first read."""
-        body = self._unread_body() or self._checking
-        if body is not None:
-            body.check_elsewhere(self, executor)
-        self._checking = body if executor is not None else None
-
-    def settle(self) -> None:
-        """Raise what a full parse would report of the unread bodies, if anything (a check
-        started elsewhere is waited for even when every body has been read since)."""
-        body = self._unread_body() or self._checking
-        if body is not None:
-            body.settle(self)
-
-    def _unread_body(self) -> BodySource | None:
-        """An unread body that needs the check (a known copy reads as its original did)."""
-        # Asked before and after every analysis: a computation read, or known as a copy, stays
-        # so, and the search goes on from the first one that was not.
-        computations = self.computations
-        for i in range(self._checked_up_to, len(computations)):
-            comp = computations[i]
-            if not comp.is_read and comp.body_source is not None and comp.copy_of is None:
-                self._checked_up_to = i
-                return comp.body_source
-        self._checked_up_to = len(computations)
-        return None
-
-    def read_all(self) -> None:
-        """Read every unread body now, in text order: what an analysis that reads them all
-        calls first. A lazily loaded module then reads each body once; read one by one, the
-        first read would check every other body first (text.parser's verdict), and the
-        analysis would read them again. A body that repeats one read before, up to its
-        instructions' names, is known as a copy of it (`Computation.copy_of`), and made from
-        it only when its instructions are asked for: most analyses ask its original."""
-        copies: dict = {}
-        for comp in self.computations:
-            if not comp.is_read and comp.copy_of is None:
-                comp._read(in_text_order=True, copies=copies)
 
     def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in text order."""

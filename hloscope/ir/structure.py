@@ -3,8 +3,8 @@
 A compilation repeats computations: a model's layers fuse into the same fusions, and each is
 printed once per call site under fresh names (on a 32-layer train step, 14,490 computations
 of which 1,981 are distinct). An analysis that looks at what a computation computes can do so
-once per `structure`. A computation read as a copy of another (`Computation.copy_of`) has its
-structure up to the computations it calls, which are its own.
+once per `structure`; computations alike up to names have one structure up to the
+computations they call, which are their own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .module import Computation, Instruction
 PERCENT_NAME = re.compile(r"%[A-Za-z_][\w.\-]*", re.ASCII)
 """A name written with its `%` (the grammar's NAME). Were the grammar to allow more in a
 name, a name this cuts short would not be its instruction's, and the copies' recipe would
-not fit (hloscope.text.copies): such a body is read, not copied."""
+not fit (hloscope.speed.copies): such a body is read, not copied."""
 
 
 def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] | None = None) -> Hashable:

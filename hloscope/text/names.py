@@ -94,14 +94,14 @@ def uniquify_computation_names(comps) -> None:
         comp.name = uniquer.unique(comp.name)
 
 
-def _name_facts(comp) -> tuple[list[str], list[str]]:
-    """What `renames_needed` looks at in one computation, read or not: its instruction names
-    and the opcodes it wraps as async sugar (`reduce-scatter` for `reduce-scatter-start`)."""
-    if comp.is_read:
+def _name_facts(comp, body) -> tuple[list[str], list[str]]:
+    """What `renames_needed` looks at in one computation, read or not (`body`: its unread
+    body's text): its instruction names and the opcodes it wraps as async sugar
+    (`reduce-scatter` for `reduce-scatter-start`)."""
+    if body is None:
         names = [i.name for i in comp.instructions]
         starts = {i.opcode for i in comp.instructions}
     else:
-        body = comp.body_source
         names = body.names()
         if body.source.find("#", body.start, body.end) >= 0:
             names += _element_names(body.source, body.start, body.end)
@@ -128,11 +128,12 @@ class NameFacts:
         self.wrapped = set(wrapped)
 
     @classmethod
-    def of(cls, comps) -> NameFacts:
+    def of(cls, comps, body_of=lambda comp: None) -> NameFacts:
+        """The facts of `comps`; `body_of(comp)`: its unread body's text, None once read."""
         names: list[str] = []
         wrapped: set[str] = set()
         for comp in comps:
-            comp_names, comp_wrapped = _name_facts(comp)
+            comp_names, comp_wrapped = _name_facts(comp, body_of(comp))
             names += comp_names
             wrapped.update(comp_wrapped)
         return cls(names, wrapped=wrapped)

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import bisect
 import functools
-import gc
 import re
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import lark
 from lark import Token, Transformer
 
 from .. import grammar
 from ..errors import HloSyntaxError
-from ..executor import Executor, Job
 from ..ir.attributes import (
     COMPUTATION_ATTRIBUTES,
     AttributeValueError,
@@ -35,6 +33,7 @@ from ..ir.attributes import (
     input_output_alias_offsets,
 )
 from ..ir.module import Computation, Instruction, Module
+from ..ir.structure import PERCENT_NAME
 from ..ir.values import name_list, xla_int
 from ..ir.shape import (
     UNKNOWN,
@@ -47,7 +46,6 @@ from ..ir.shape import (
     tuple_shape,
 )
 from . import lexer
-from .copies import Original, copies_of, up_to_names
 from .instruction_checks import RULES, at_attribute
 from .names import (
     NameFacts,
@@ -187,8 +185,8 @@ class Builder(Transformer):
         # Computations written inline in an attribute, waiting for the computation that
         # holds them to be finished (XLA adds them to the module before their holder).
         self.pending_inline: list[Computation] = []
-        # Leave printed bodies unread until asked for (parse_all(lazy=True)).
-        self.lazy = False
+        # Leave printed bodies unread, made into computations by it (`UnreadBodies`).
+        self.unread: UnreadBodies | None = None
         # Whether the text has any computation written inline (one search per parse).
         self.inline_possible = True
         # The whole text being parsed: lazy bodies are spans of it.
@@ -385,7 +383,7 @@ class Builder(Transformer):
             i += 1
         rest = children[i:]
         if rest and rest[0].__class__ is Token and rest[0].type == "BODY":
-            body = LazyBody.of_token(rest[0], self.source)
+            body = BodyText.of_token(rest[0], self.source)
             return self._computation_with_body(name_token, signature, body, rest[1:], is_entry)
         instructions, attrs = _split_body(rest)
         comp = _finish_computation(name_token, instructions, is_entry, Attributes(attrs), signature)
@@ -398,9 +396,9 @@ class Builder(Transformer):
 
     def _computation_with_body(self, name_token, signature, body, attr_tokens, is_entry):
         attrs = Attributes([str(a) for a in attr_tokens])
-        if self.lazy and not (self.inline_possible and _has_inline_callee(body.source, body.start, body.end)):
+        if self.unread is not None and not (self.inline_possible and _has_inline_callee(body.source, body.start, body.end)):
             name = str(name_token).lstrip("%")
-            return Computation(name, None, is_entry, None, attrs, name_token.line, signature, body=body)
+            return self.unread.computation(name, is_entry, attrs, name_token.line, signature, body)
         # Read now: eagerly, or because an inline computation must join the module here.
         if self.inline_possible and _has_inline_callee(body.source, body.start, body.end):
             instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
@@ -431,12 +429,12 @@ class Builder(Transformer):
     def module_body(self, children):
         tables, comps = {}, []
         for c in children:
-            if c.__class__ is Computation:
-                comps.append(c)
-            elif c.__class__ is list:
+            if c.__class__ is list:
                 comps.extend(c)
-            else:
+            elif c.__class__ is tuple:
                 tables[c[0]] = c[1]
+            else:
+                comps.append(c)
         return (tables, comps)
 
     def module(self, children):
@@ -444,13 +442,13 @@ class Builder(Transformer):
         tables, comps = children[-1]
         if self.unfinished:
             return Unfinished(name, children[1:-1], comps, tables)
-        return _finish_module(name, [c for c in children[1:-1]], comps, tables)
+        return _finish_module(name, [c for c in children[1:-1]], comps, tables, unread=self.unread)
 
     def headerless(self, children):
         tables, comps = children[0]
         if self.unfinished:
             return [Unfinished(None, [], comps, tables)]
-        return [_finish_module(None, [], comps, tables)]
+        return [_finish_module(None, [], comps, tables, unread=self.unread)]
 
     def computations(self, children):
         comps = []
@@ -475,10 +473,30 @@ class Unfinished(NamedTuple):
     tables: dict
 
 
-def finish_module(part: Unfinished, more: list, known: list[NameFacts] | None = None) -> Module:
+class UnreadBodies(Protocol):
+    """What makes computations whose bodies a parse leaves unread (hloscope.speed): the
+    parser knows them only through this."""
+
+    def computation(self, name: str, is_entry: bool, attributes: Attributes, line: int, signature,
+                    body: "BodyText", alike: object | None = None) -> Computation:
+        """A computation whose instructions are `body`'s, read when first asked for. `alike`:
+        a token the bodies equal up to names share, where the parse found so."""
+
+    def body_of(self, computation: Computation) -> "BodyText | None":
+        """The unread body of `computation`, or None once read (or never unread)."""
+
+    def forget(self, computation: Computation) -> None:
+        """Its text no longer says what `computation` holds (its instructions were renamed)."""
+
+    def finish(self, module: Module) -> None:
+        """`module` is whole: its unread bodies answer for what a full parse says of them."""
+
+
+def finish_module(part: Unfinished, more: list, known: list[NameFacts] | None = None,
+                  unread: UnreadBodies | None = None) -> Module:
     """The module of `part` with the computations `more` after its own; `known`: the names
     of all its computations, in runs (`NameFacts`), found already."""
-    return _finish_module(part.name, part.attr_tokens, part.computations + more, part.tables, known)
+    return _finish_module(part.name, part.attr_tokens, part.computations + more, part.tables, known, unread)
 
 
 def _split_body(children):
@@ -759,7 +777,7 @@ def printed_parts(source: str, start: int, end: int, line: int, column: int):
     newlines = source.count("\n", start, brace)
     # Columns are 1-based: the brace's distance from the newline before it.
     body_column = brace - source.rfind("\n", start, brace) if newlines else column + brace - start
-    return source[start:name_end], signature, LazyBody(source, brace, end, line + newlines, body_column)
+    return source[start:name_end], signature, BodyText(source, brace, end, line + newlines, body_column)
 
 
 def _name_end_and_brace(source: str, start: int) -> tuple[int, int]:
@@ -772,32 +790,21 @@ def _operand_names(inner: str) -> list[str]:
     return _cuts().element_operand_names.findall(inner)
 
 
-class LazyBody:
-    """A computation's body as one BODY token, cut into instructions on demand. It is held
-    as a span of the whole text, not a copy: bodies are most of a large file's bytes."""
+class BodyText:
+    """A computation's body as one BODY token, cut into instructions. It is held as a span
+    of the whole text, not a copy: bodies are most of a large file's bytes."""
 
-    __slots__ = ("alike", "column", "copy", "end", "line", "source", "start", "verdict")
+    __slots__ = ("column", "end", "line", "source", "start")
 
     def __init__(self, source: str, start: int, end: int, line: int, column: int):
         self.source = source
         self.start = start
-        """Where the body starts in `source` (the whole text; kept by hloscope.cache)."""
+        """Where the body starts in `source` (the whole text; kept by hloscope.speed.cache)."""
         self.end = end
         self.line = line
         self.column = column
-        self.copy: Original | None = None
-        """The body read before that this one repeats up to names, once a pass over the
-        module in text order found so (`_read_or_copy`): the read makes a copy of it."""
-        self.verdict: _Verdict | None = None
-        """What a full parse says of the module's unread bodies, shared by them (`_Verdict`);
-        None until the module is known."""
-        self.alike: object | None = None
-        """Where the lazy parse found the body's text up to names (`copies.up_to_names`): a
-        token only the bodies alike so share (one object per text, so tokens of two parses
-        never meet); None where it did not (`copies_of` then finds the text)."""
-
     @classmethod
-    def of_token(cls, token, source: str | None) -> "LazyBody":
+    def of_token(cls, token, source: str | None) -> "BodyText":
         """The body that is `token` (a BODY): a span of `source` when the token lies in it,
         else of the token itself (as inside an inline body)."""
         return cls(*_span_of(token, source), token.line, token.column)
@@ -805,23 +812,6 @@ class LazyBody:
     @property
     def text(self) -> str:
         return self.source[self.start : self.end]
-
-    def mentions(self, literals: tuple[str, ...]) -> bool:
-        """False only when certainly none of `literals` is in the body. Unsure (True) while
-        the module's verdict is unknown or an error: the caller then reads the body, and the
-        read reports the error, as a full parse would have."""
-        if not self._sound():
-            return True
-        find, start, end = self.source.find, self.start, self.end
-        for literal in literals:
-            if find(literal, start, end) >= 0:
-                return True
-        return False
-
-    def _sound(self) -> bool:
-        """Whether the module's unread bodies are known to read without an error."""
-        verdict = self.verdict
-        return verdict is not None and verdict.sound()
 
     def lines(self):
         """(instruction text, line, column) of each instruction, in order.
@@ -922,90 +912,13 @@ class LazyBody:
             pos = text.index("\n", m.end()) + 1
             line += 1
 
-    def read(self, computation, in_text_order: bool = False, copies: dict | None = None):
-        """(instructions, root, the computation it repeats or None) for a lazily loaded
-        computation; (None, None, original) when a pass with `copies` finds that it repeats
-        `original`: it is then made as a copy of it when first asked for.
-
-        The first read of a body of a module checks all its unread bodies first (`_Verdict`):
-        the first error a full parse would report is reported by whichever body is read.
-        Unless the module's bodies are being read `in_text_order`, all of them, this one the
-        first left: then the first error a read meets is that error, and the check would only
-        read them twice. `copies`: see hloscope.text.copies."""
-        original = self.copy
-        if original is not None:  # known to repeat it, and to read without an error
-            gc_was_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                return (*original.copy(self.text, self.line), original.computation)
-            finally:
-                if gc_was_enabled:
-                    gc.enable()
-        module = computation.module
-        if module is None:
-            return (*self._read(computation, users=True), None)
-        verdict = self.verdict or _Verdict.of(module)
-        if in_text_order and not verdict.known:
-            verdict.drop_job()  # these reads decide: the first error they meet is the verdict
-            try:
-                instructions, root, original = self._read_or_copy(computation, copies)
-                if computation is module.entry:  # never a known copy (`_read_or_copy`)
-                    _check_aliases(module, root)
-            except HloSyntaxError as e:
-                verdict.decide(e)
-                raise
-            return instructions, root, original
-        if not verdict.sound():
-            raise verdict.error
-        try:
-            return self._read_or_copy(computation, copies)
-        except HloSyntaxError as e:
-            if verdict.known:
-                raise
-            raise (verdict.settle() or e) from None  # checked elsewhere: the first error is the job's
-
-    def _read_or_copy(self, computation, copies: dict | None):
-        """A read; or, with `copies` (kept for one pass over the module in text order), for
-        a body that repeats one read before up to names (hloscope.text.copies) and declares
-        the same result: (None, None, the original's computation), the original kept as the
-        recipe of this body's instructions (`self.copy`), made when first asked for."""
-        if copies is None:
-            return (*self._read(computation, users=True), None)
-        text = self.text
-        original, keys, names = copies_of(copies, text, self.alike)
-        if _reads_as_copy(original, computation, names):
-            self.copy = original
-            return None, None, original.computation
-        instructions, root = self._read(computation, users=True)  # raises what a read finds
-        original = Original.of(computation, instructions, text, self.line, names) if keys else None
-        for key in keys:
-            copies[key] = original
-        return instructions, root, None
-
-    def check_elsewhere(self, module: Module, executor: Executor | None) -> None:
-        """Let the module's verdict be found through `executor` (None: here, as before)."""
-        verdict = self.verdict or _Verdict.of(module)
-        verdict.executor = executor
-
-    def settle(self, module: Module) -> None:
-        """Raise what a full parse reports of the module's unread bodies, if anything."""
-        verdict = self.verdict or _Verdict.of(module)
-        error = verdict.settle()
-        if error is not None:
-            raise error
-
-    def check(self, computation):
-        """(instructions, root) as a read finds them, kept by nobody (no users are linked);
-        raises the read's HloSyntaxError."""
-        return self._read(computation, users=False)
-
-    def _read(self, computation, users: bool):
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+    def read(self, computation, users: bool = True) -> tuple[list[Instruction], Instruction]:
+        """(instructions, root) of `computation`'s body, linked (with `users`: each operand
+        knows its users); raises the HloSyntaxError a full parse would report of it."""
         try:
             instructions = self.instructions()
             root = _link(instructions, computation.name, computation.line, users)
-            _check_result(computation.signature, root, computation.name, computation.line)
+            check_result(computation.signature, root, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module
             # The whole text when the body is a span of it (the header's line too), else
@@ -1013,63 +926,43 @@ class LazyBody:
             whole = self.source.count("\n", 0, self.start) + 1 == self.line
             raise attach_source(e, self.source if whole else "\n" * (self.line - 1) + self.text,
                                  module.source_path if module and module.source_path else "<string>") from None
-        finally:
-            if gc_was_enabled:
-                gc.enable()
         return instructions, root
 
     def names(self) -> list[str]:
         """The instruction names, without reading the instructions."""
         return _NAME_AT_LINE_START.findall(self.source, self.start, self.end)
 
-    def peek(self) -> _Peek | None:
-        """Single instructions of the body, each cut from its own line, without reading the
-        rest; None where only a whole read is exact (see `_Peek`). An unread body holds no
-        inline callee (the parse reads such bodies at once): no need to look for one."""
-        if not self._sound():
-            return None  # the read decides, or reports the error
+    def mentions(self, literals: tuple[str, ...]) -> bool:
+        """Whether one of `literals` occurs in the body's text."""
+        find, start, end = self.source.find, self.start, self.end
+        return any(find(literal, start, end) >= 0 for literal in literals)
+
+    def root_name(self) -> str | None:
+        """The name the body's one ROOT line defines; None without one, or with two (a read
+        reports it). A body holding no inline callee only (the parse reads those at once)."""
         m = _ROOT_LINE.search(self.source, self.start, self.end)
         if m is None or _ROOT_LINE.search(self.source, m.end(), self.end) is not None:
-            return None  # no ROOT, or two: the read reports it
-        return _Peek(self, m.group(1))
+            return None
+        return m.group(1)
 
-
-_NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
-_ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")
-_CLOSING = re.compile(r"[ \t]*\}")
-
-
-class _Peek:
-    """Instructions of an unread body found by name, each cut from its line as a whole read
-    would cut it, operands left as names. A body with one ROOT and no inline callee only;
-    an instruction whose line does not hold it whole (continued on the next line) is None,
-    and the caller reads the body. Following a fusion's root to the parameter it updates
-    this way costs a fraction of reading the body.
-
-    Names are found by their text: an unread body of a finished module has no repeated name
-    (a module whose names would need making unique has every body read, see
-    `_finish_module`), so the one line that starts an instruction of that name defines it."""
-
-    __slots__ = ("body", "root_name")
-
-    def __init__(self, body: LazyBody, root_name: str):
-        self.body, self.root_name = body, root_name
-
-    def instruction(self, name: str) -> Instruction | None:
+    def instruction_named(self, name: str) -> Instruction | None:
+        """The instruction `name`, cut from its line as a whole read would cut it, operands
+        left as names (unlinked); None where its line does not hold it whole (continued on
+        the next) or no line starts it. Names are found by their text: a body with a
+        repeated name is read whole (`_finish_module` reads every body then)."""
         pos = self._line_of(name.lstrip("%"))
         if pos is None:
             return None
-        body = self.body
-        m = _cuts().parts_line.match(body.source, pos, body.end)
+        m = _cuts().parts_line.match(self.source, pos, self.end)
         if m is None:
             return None
         tail = m.group(6).rstrip()
         end = m.end()
-        next_line_starts = (_cuts().instruction_start.match(body.source, end, body.end)
-                            or _CLOSING.match(body.source, end, body.end))
+        next_line_starts = (_cuts().instruction_start.match(self.source, end, self.end)
+                            or _CLOSING.match(self.source, end, self.end))
         if tail.endswith(",") or not next_line_starts:
             return None  # the instruction goes on past its line
-        line = body.line + body.source.count("\n", body.start, pos)
+        line = self.line + self.source.count("\n", self.start, pos)
         return _instruction_of(m, tail, line, _start_of(m) - pos + 1)
 
     def operations(self) -> list[tuple[str, str, list[str]]] | None:
@@ -1077,7 +970,7 @@ class _Peek:
         read cuts them but with nothing else built (no shapes, attributes or links): what a
         question about the body's dataflow alone needs. A parameter's one "operand" is its
         number. None where the lines do not hold one instruction each."""
-        lines = self.body._line_matches()
+        lines = self._line_matches()
         if lines is None:
             return None
         out = []
@@ -1098,8 +991,8 @@ class _Peek:
 
     def _line_of(self, name: str) -> int | None:
         """Where the line defining `name` starts: a line that starts an instruction (as
-        `LazyBody.lines` cuts them) named `name`."""
-        source, start, end = self.body.source, self.body.start, self.body.end
+        `lines` cuts them) named `name`."""
+        source, start, end = self.source, self.start, self.end
         starts = _cuts().instruction_start
         i = source.find(name, start, end)
         while i >= 0:
@@ -1110,6 +1003,11 @@ class _Peek:
                     return line
             i = source.find(name, i + len(name), end)
         return None
+
+
+_NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
+_ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")
+_CLOSING = re.compile(r"[ \t]*\}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -1146,7 +1044,7 @@ def _finish_computation(name_token, instructions, is_entry, attrs, signature) ->
     if not instructions:
         raise _error_at(name_token, f"computation '{name}' has no instructions")
     root = _link(instructions, name, name_token.line)
-    _check_result(signature, root, name, name_token.line)
+    check_result(signature, root, name, name_token.line)
     comp = Computation(name, instructions, is_entry, root, attrs, name_token.line, signature)
     for inst in instructions:
         inst.computation = comp
@@ -1285,25 +1183,7 @@ def _operand_error(ref, user: Instruction, message: str) -> HloSyntaxError:
     return HloSyntaxError(message, user.line, 0, hint=str(ref))
 
 
-def _reads_as_copy(original: Original | None, computation, names: list[str]) -> bool:
-    """Whether the body of `computation` (its `%name`s: `names`) reads as a copy of
-    `original` (a body read before, without an error): it repeats it name for name
-    (hloscope.text.copies), declares the same result, and is not the entry (whose read also
-    checks the module's aliases)."""
-    return (original is not None and computation is not computation.module.entry
-            and original.repeated_by(names) is not None and _result_fits(computation, original.root))
-
-
-def _result_fits(computation, root: Instruction) -> bool:
-    """Whether a copy's root is the result its own header declares."""
-    try:
-        _check_result(computation.signature, root, computation.name, computation.line)
-    except HloSyntaxError:
-        return False  # read instead, which reports it with the source line
-    return True
-
-
-def _check_result(signature, root: Instruction, name: str, line: int) -> None:
+def check_result(signature, root: Instruction, name: str, line: int) -> None:
     """The result shape a computation's header declares is its root's (up to layouts), as
     XLA's parser requires."""
     if signature is None:
@@ -1378,7 +1258,8 @@ def _check_control_predecessors(inst, value: str, by_name, instructions) -> None
             raise HloSyntaxError(message, inst.line, 0, hint=ref, hint_after="control-predecessors=")
 
 
-def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None) -> Module:
+def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None,
+                   unread: UnreadBodies | None = None) -> Module:
     seen: set[str] = set()
     entry = None
     for comp in comps:
@@ -1402,142 +1283,37 @@ def _finish_module(name, attr_tokens, comps, tables, known: list[NameFacts] | No
         seen_attributes.add(key)
         _check_module_attribute(token)
     uniquify_computation_names(comps)
-    if any(not c.is_read for c in comps) and renames_needed(known or [NameFacts.of(comps)]):
+    body_of = unread.body_of if unread is not None else _no_body
+    if any(body_of(c) is not None for c in comps) and renames_needed(known or [NameFacts.of(comps, body_of)]):
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
-    if all(c.is_read for c in comps) and renames_needed([NameFacts.of(comps)]):
+    if all(body_of(c) is None for c in comps) and renames_needed([NameFacts.of(comps, body_of)]):
         uniquify_instruction_names(comps)
-        for c in comps:
-            c.forget_body_source()  # renamed: the text no longer says what they are
+        if unread is not None:
+            for c in comps:
+                unread.forget(c)  # renamed: the text no longer says what they are
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"
     module = Module(name, Attributes([str(t) for t in attr_tokens]), comps, entry, tables)
-    if entry.is_read:
-        _check_aliases(module, entry.root, attr_tokens)
-    if not all(c.is_read for c in comps):
-        _Verdict.of(module)  # the entry's aliases are checked with its body, when it is
+    if body_of(entry) is None:
+        check_aliases(module, entry.root, attr_tokens)
+    if unread is not None:
+        unread.finish(module)  # the entry's aliases are checked with its body, when it is
     return module
 
 
-class _Verdict:
-    """What a full parse says of a lazily read module's unread bodies, shared by them and
-    found on the first question an analysis asks of one (`LazyBody.read`, `mentions`,
-    `peek`): each unread body is read as a read would read it, keeping nothing
-    (`LazyBody.check`), the entry's with the checks that need its body. The bodies of a
-    module that holds an error answer every question about their text as unsure, and a
-    read of any of them reports the first error in text order, the one a full parse reports:
-    a command that reads only some bodies gives the full parse's verdict all the same.
-
-    While an analysis lets the check run elsewhere (`check_elsewhere`, an executor), the
-    first question starts it there and is answered as if no error were found; the analysis
-    then `settle`s before it answers, and a read that fails meanwhile settles first: either
-    way the error reported is the first in text order, as without the job."""
-
-    __slots__ = ("error", "executor", "job", "known", "module")
-
-    def __init__(self, module: Module):
-        self.module = module
-        self.error: HloSyntaxError | None = None
-        self.known = False
-        self.executor: Executor | None = None
-        self.job: Job | None = None
-
-    @classmethod
-    def of(cls, module: Module) -> _Verdict:
-        """A verdict for `module`, shared by all its unread bodies."""
-        verdict = cls(module)
-        for c in module.computations:
-            body = c.body_source
-            if body.__class__ is LazyBody:
-                body.verdict = verdict
-        return verdict
-
-    def sound(self) -> bool:
-        """Whether every unread body reads without an error (found once; assumed while the
-        check runs elsewhere, until `settle`)."""
-        if not self.known:
-            if self.job is None and self.executor is not None and _unread_chars(self.module) >= CHECK_ELSEWHERE_CHARS:
-                self.job = self.executor.submit(_first_error_as_data, self)
-            if self.job is not None:
-                return True
-            self.known, self.error = True, self._first_error()
-        return self.error is None
-
-    def settle(self) -> HloSyntaxError | None:
-        """The verdict, waiting for a check under way elsewhere (or doing it here, if that
-        failed or none ran)."""
-        if not self.known:
-            job, self.job = self.job, None
-            answer = job.result() if job is not None else None
-            if answer is None:
-                self.error = self._first_error()
-            else:
-                self.error = HloSyntaxError(*answer[:3], source_line=answer[3], filename=answer[4]) if answer else None
-            self.known = True
-        return self.error
-
-    def decide(self, error: HloSyntaxError) -> None:
-        """The verdict found by reading every unread body in text order."""
-        self.drop_job()
-        self.known, self.error = True, error
-
-    def drop_job(self) -> None:
-        """Stop a check under way elsewhere: reads in text order will say what it would."""
-        if self.job is not None:
-            self.job.cancel()
-            self.job = None
-
-    def _first_error(self) -> HloSyntaxError | None:
-        module = self.module
-        copies: dict = {}
-        for comp in module.computations:
-            body = comp.body_source
-            if comp.is_read or comp.copy_of is not None or body.__class__ is not LazyBody:
-                continue  # checked by its read, or known to repeat a body that read so
-            text = body.text
-            original, keys, names = copies_of(copies, text, body.alike)
-            if _reads_as_copy(original, comp, names):
-                continue  # it reads as a copy of a body that read without an error
-            try:
-                instructions, root = body.check(comp)
-                if comp is module.entry:
-                    _check_aliases(module, root)
-            except HloSyntaxError as e:
-                return e
-            original = Original.of(comp, instructions, text, body.line, names) if keys else None
-            for key in keys:
-                copies[key] = original
-        return None
+def _no_body(computation: Computation) -> None:
+    return None
 
 
-CHECK_ELSEWHERE_CHARS = 4 << 20
-"""From this much unread body text on, the check runs elsewhere when an analysis allows it
-(~0.25 s of reading per 4 MB; a forked job costs a few ms)."""
-
-
-def _unread_chars(module: Module) -> int:
-    total = 0
-    for comp in module.computations:
-        body = comp.body_source
-        if body.__class__ is LazyBody and not comp.is_read:
-            total += body.end - body.start
-    return total
-
-
-def _first_error_as_data(verdict: _Verdict) -> tuple:
-    """In the job: `()` when every unread body reads, else the first error as plain data."""
-    e = verdict._first_error()
-    return () if e is None else (e.message, e.line, e.column, e.source_line, e.filename)
-
-
-def _check_aliases(module: Module, root: Instruction, attr_tokens=None) -> None:
+def check_aliases(module: Module, root: Instruction, attr_tokens=None, first_body: "BodyText | None" = None) -> None:
     """Each output index input_output_alias names is an index of the entry's result shape,
     as XLA's parser checks it (HloInputOutputAliasConfig::SetUpAlias). XLA does not check
     the parameter side when it reads a module (its verifier does): neither does this; the
     analyses take an alias whose parameter is missing as no alias. The error points into
-    the header's attribute: its token when `attr_tokens` are given, else where the text of
-    the entry's module says it."""
+    the header's attribute: its token when `attr_tokens` are given, else in the text before
+    `first_body` (a module read lazily)."""
     value = module.attributes.get("input_output_alias")
     if value is None:
         return
@@ -1547,7 +1323,7 @@ def _check_aliases(module: Module, root: Instruction, attr_tokens=None) -> None:
             continue
         problem = (f"input_output_alias: {{{','.join(map(str, alias.output_index))}}} is not an index of the "
                    f"entry's result shape {root.shape}")
-        raise _header_error(module, problem, "input_output_alias=", offset, attr_tokens)
+        raise _header_error(module, problem, "input_output_alias=", offset, attr_tokens, first_body)
 
 
 def _is_index_of(shape: Shape, index: tuple[int, ...]) -> bool:
@@ -1560,7 +1336,8 @@ def _is_index_of(shape: Shape, index: tuple[int, ...]) -> bool:
     return True
 
 
-def _header_error(module: Module, message: str, written: str, offset: int, attr_tokens=None) -> HloSyntaxError:
+def _header_error(module: Module, message: str, written: str, offset: int, attr_tokens=None,
+                  first_body: "BodyText | None" = None) -> HloSyntaxError:
     """An error `offset` characters into the value of the header attribute `written`."""
     for token in attr_tokens or ():
         text = str(token)
@@ -1569,9 +1346,8 @@ def _header_error(module: Module, message: str, written: str, offset: int, attr_
             at += len(written) + offset
             return HloSyntaxError(message, *_place(text, 0, at, token.line, token.column))
     # Read lazily: the module's header is the last before its first body.
-    bodies = [c.body_source for c in module.computations if c.body_source.__class__ is LazyBody]
-    if bodies:
-        source, first = bodies[0].source, min(b.start for b in bodies)
+    if first_body is not None:
+        source, first = first_body.source, first_body.start
         header = source.rfind("HloModule", 0, first)
         at = source.find(written, max(header, 0), first)
         if at >= 0:
@@ -1728,6 +1504,14 @@ def _name_pattern(name: str) -> re.Pattern[str]:
 # ignores, comments aside). Anything else anywhere in the rest, or an error in the head,
 # and the parser reads the whole text, reporting what it reports.
 
+def up_to_names(text: str) -> str | None:
+    """`text` with each `%name` written `%`: what bodies alike up to names have in common;
+    None when a `%` in it starts no name (two texts would then share it that differ in more
+    than names: `f(%a)` and `f(%)`)."""
+    key, names = PERCENT_NAME.subn("%", text)
+    return key if text.count("%") == names else None
+
+
 # A body's closing brace, then whitespace up to what may start the next computation.
 _AFTER_FIRST = re.compile(r"\n\}[ \t]*\r?\n\s*(?=(?:ENTRY\s+)?%?[A-Za-z_])")
 _WHITESPACE_RUN = re.compile(r"\s*")
@@ -1744,7 +1528,7 @@ def _parse_printed(parser: lark.Lark, text: str, start: str, unfinished: bool):
     after its head (see above); None where it is not, or may not be."""
     builder = parser.options.transformer
     if start == "computations":
-        return _printed_computations(text, _WHITESPACE_RUN.match(text).end(), 1, builder.progress)
+        return _printed_computations(text, _WHITESPACE_RUN.match(text).end(), 1, builder.progress, builder.unread)
     if start != "start":
         return None
     cut = _AFTER_FIRST.search(text)
@@ -1760,11 +1544,11 @@ def _parse_printed(parser: lark.Lark, text: str, start: str, unfinished: bool):
         return None  # the whole text's parse says what is wrong
     finally:
         builder.progress, builder.unfinished = progress, was_unfinished
-    rest = _printed_computations(text, cut.end(), text.count("\n", 0, cut.end()) + 1, progress)
+    rest = _printed_computations(text, cut.end(), text.count("\n", 0, cut.end()) + 1, progress, builder.unread)
     if rest is None:
         return None
     whole = Unfinished(head.name, head.attr_tokens, head.computations + rest, head.tables)
-    return [whole] if unfinished else [finish_module(whole, [])]
+    return [whole] if unfinished else [finish_module(whole, [], unread=builder.unread)]
 
 
 # Most computations of a large module repeat an earlier one up to `%name`s (a model's layers,
@@ -1787,7 +1571,7 @@ def _printed_head_pattern() -> re.Pattern[str]:
     return re.compile(r"(ENTRY\s+)?(" + name + r"[ \t]+" + signature + r"[ \t]*)(?=\{[ \t]*\r?\n)")
 
 
-def _printed_computations(text: str, pos: int, line: int, progress) -> list[Computation] | None:
+def _printed_computations(text: str, pos: int, line: int, progress, unread: UnreadBodies) -> list[Computation] | None:
     """The computations printed in `text[pos:]` (`line`: the line at `pos`), each found by
     one match of `_printed_computation_pattern`, or as a body it matched before up to names
     (above); None unless they tile it to its end."""
@@ -1810,8 +1594,7 @@ def _printed_computations(text: str, pos: int, line: int, progress) -> list[Comp
             key = up_to_names(text[body.start:end])
             if key is not None:
                 alike = matched.setdefault(key, object())
-        body.alike = alike
-        comps.append(Computation(name.lstrip("%"), None, entry, None, Attributes([]), line, signature, body=body))
+        comps.append(unread.computation(name.lstrip("%"), entry, Attributes([]), line, signature, body, alike))
         if progress is not None:
             progress(end)
         line += count("\n", begin, after)
@@ -1837,19 +1620,21 @@ def _matched_before(text: str, pos: int, matched: dict[str, object]) -> tuple[in
     return h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0, alike
 
 
-def parse_part(text: str, filename: str = "<string>", *, lazy: bool, progress=None, start: str = "start",
-               source: str | None = None, unfinished: bool = False, references: list | None = None):
+def parse_part(text: str, filename: str = "<string>", *, unread: UnreadBodies | None = None, progress=None,
+               start: str = "start", source: str | None = None, unfinished: bool = False,
+               references: list | None = None):
     """What the grammar's `start` symbol reads from `text`: a list of modules (Unfinished
-    ones with `unfinished`), or of computations for `computations`. Lazy bodies are spans
-    of `source` when `text` is a prefix of it, else of `text`. Whole modules have their
-    references to computations checked (`check_references`); a part's are added to
-    `references` for the caller to check once the module is whole."""
-    return parse_with(_lark(), text, filename, lazy=lazy, progress=progress, start=start, source=source,
+    ones with `unfinished`), or of computations for `computations`. With `unread`, printed
+    bodies are left unread, as spans of `source` when `text` is a prefix of it, else of
+    `text`. Whole modules have their references to computations checked
+    (`check_references`); a part's are added to `references` for the caller to check once
+    the module is whole."""
+    return parse_with(_lark(), text, filename, unread=unread, progress=progress, start=start, source=source,
                       unfinished=unfinished, references=references)
 
 
-def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy: bool = False, progress=None,
-               start: str = "start", source: str | None = None, unfinished: bool = False,
+def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, unread: UnreadBodies | None = None,
+               progress=None, start: str = "start", source: str | None = None, unfinished: bool = False,
                references: list | None = None):
     """`parse_part` with `parser`, a Lark LALR parser of the specification (or of the fast
     grammar) whose transformer is a `Builder`: errors become HloSyntaxError with the line,
@@ -1858,23 +1643,19 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy
     builder.progress = progress
     builder.pending_inline = []
     builder.source = source if source is not None else text
-    builder.lazy = lazy
+    builder.unread = unread
     builder.unfinished = unfinished
     # One scan for the computation-naming attributes (`to_apply=`, `calls=`, ...) finds both
     # the computations written inline and the references to check.
     hits = callee_references(text)
     builder.inline_possible = any(_SPACE_THEN_BRACE.match(text, at) for at, _ in hits)
-    gc_was_enabled = gc.isenabled()
-    # The IR is millions of small objects and no cycles that need collecting while it is
-    # built; the cyclic collector would otherwise run over the growing heap again and again.
-    gc.disable()
     try:
         nul = text.find("\0")
         if nul >= 0:  # XLA reads text up to its first NUL; no HLO holds one
             raise HloSyntaxError("a NUL character: binary data, not HLO text", text.count("\n", 0, nul) + 1,
                                  nul - text.rfind("\n", 0, nul))
         parsed = None
-        if lazy and not builder.inline_possible and parser is _lark():
+        if unread is not None and not builder.inline_possible and parser is _lark():
             parsed = _parse_printed(parser, text, start, unfinished)
         if parsed is None:
             parsed = parser.parse(text, start=start)
@@ -1894,9 +1675,8 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, lazy
     finally:
         builder.progress = None
         builder.source = None
+        builder.unread = None
         builder.unfinished = False
-        if gc_was_enabled:
-            gc.enable()
     if filename != "<string>" and start == "start" and not unfinished:
         for m in parsed:
             m.source_path = filename

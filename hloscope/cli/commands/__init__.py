@@ -4,7 +4,7 @@ A command loads its inputs with `load_inputs` (files, `-`, XLA dump directories,
 runs one analysis, and hands the result to `emit`: JSON on stdout with `--json` (each module's
 object carrying its `file`), else the text a formatter in `hloscope.report` renders. Everything
 is loaded and analysed before anything is printed: bad input writes nothing. Commands return
-an exit code (0 ok, 1 findings); errors propagate to `hloscope.cli.main`.
+an exit code (0 ok, 1 findings); errors propagate to `hloscope.cli.main()`.
 """
 
 from __future__ import annotations

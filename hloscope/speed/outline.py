@@ -13,14 +13,15 @@ from typing import Any
 
 from ..ir.attributes import Attributes
 from ..ir.module import Computation
-from .parser import LazyBody
+from ..text.parser import BodyText
+from .lazy import LAZY, LazyComputation
 
 
 def computations_outline(comps: list[Computation]) -> dict[str, Any] | None:
     """The outline of `comps`, or None when a body was read by the parse (not an outline)."""
     bodies = []
     for c in comps:
-        body = c.body_source
+        body = c.body if isinstance(c, LazyComputation) else None
         if body is None:
             return None
         bodies += (body.start, body.end, body.line, body.column)
@@ -55,8 +56,8 @@ def computations_from_outline(data: dict[str, Any], text: str) -> list[Computati
     add = comps.append
     for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
             zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
-        add(Computation(name, None, False, None, attributes_of.get(i, no_attributes), line, signature,
-                        body=LazyBody(text, start, end, body_line, body_column)))
+        add(LAZY.computation(name, False, attributes_of.get(i, no_attributes), line, signature,
+                             BodyText(text, start, end, body_line, body_column)))
     for i, text_name in data["renamed"].items():
         comps[int(i)].text_name = str(text_name)
     entry = data["entry"]

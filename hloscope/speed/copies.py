@@ -3,9 +3,9 @@
 A compilation repeats computations: a model's layers fuse into the same fusions, each printed
 once per call site under fresh names (on a 32-layer train step, 12,510 of 14,491 bodies, 89%
 of the instructions, repeat an earlier body up to names). When every body of a module is read
-in text order (`Module.read_all`), a body that repeats one read before is known as a copy of
+in text order (`lazy.read_all`), a body that repeats one read before is known as a copy of
 it instead of being cut and parsed again, and built from it only when its instructions are
-asked for (most analyses ask the original, `Computation.copy_of`): new instructions with the
+asked for (most analyses ask the original, `LazyComputation.copy_of`): new instructions with the
 original's opcode, shape, literal, parameter number, attributes (the same objects: they are
 written alike) and callees, operands at the same positions, and the copy's own names and lines.
 
@@ -35,14 +35,6 @@ from ..ir.module import Computation, Instruction
 from ..ir.structure import PERCENT_NAME, callees_written
 
 
-def up_to_names(text: str) -> str | None:
-    """`text` with each `%name` written `%`: what bodies alike up to names have in common;
-    None when a `%` in it starts no name (two texts would then share it that differ in more
-    than names: `f(%a)` and `f(%)`)."""
-    key, names = PERCENT_NAME.subn("%", text)
-    return key if text.count("%") == names else None
-
-
 _CUT_AT_NAMES = re.compile(f"({PERCENT_NAME.pattern})", re.ASCII)
 
 
@@ -53,7 +45,7 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Ori
     `%name`s), or (None, (), its `%name`s) when a body written so was read already and
     cannot be copied.
 
-    A body's key is its text up to names (`up_to_names`); `alike`, when the lazy parse
+    A body's key is its text up to names (`parser.up_to_names`); `alike`, when the lazy parse
     found that text, is a token that stands for it (`LazyBody.alike`): the names are then
     all there is to find. Bodies of a text parsed in two parts meet under the text."""
     if alike is not None and alike in copies:
@@ -123,8 +115,7 @@ class Original:
             operands = [out[k] for k in positions]
             if called.__class__ is _Callees:  # the copy's own callees, where the original names its
                 attributes, called = called.of(names)
-            inst = Instruction(names[at][1:], opcode, shape, operands, attributes, line + offset)
-            inst.know_called_computation_names(called)  # from the same attributes
+            inst = Instruction(names[at][1:], opcode, shape, operands, attributes, line + offset, called)
             for o in operands:
                 o.users.append(inst)
             if literal is not None:

@@ -11,7 +11,7 @@ Anything unusual falls back to the sequential parse, which then gives the answer
 error: a text under `MIN_CHARS`, more than one module, no computation boundary near the
 split, a body the grammar's printed form does not cover (read at once, so not an outline),
 a syntax error on either side, or a job that failed or did not start (the executor runs
-jobs elsewhere only where it can: hloscope.executor).
+jobs elsewhere only where it can: hloscope.speed.executor).
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ import re
 from lark import Token
 
 from ..errors import HloSyntaxError
-from ..executor import Executor, Job
 from ..ir.module import Computation
-from .names import NameFacts
-from .outline import computations_from_outline, computations_outline
-from .parser import (
+from ..text.names import NameFacts
+from ..text.parser import (
     Unfinished,
     attach_source,
     check_references,
     finish_module,
     parse_part,
 )
+from .executor import Executor, Job
+from .lazy import LAZY
+from .outline import computations_from_outline, computations_outline
 
 MIN_CHARS = 16 << 20
 """Below this a second job, and rebuilding its computations, gains too little."""
@@ -58,7 +59,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     try:
         tail = _tail(text, split, filename, progress, references)
         if tail is not None:
-            tail_facts = NameFacts.of(tail)  # what the join's rename check reads of this part
+            tail_facts = NameFacts.of(tail, LAZY.body_of)  # what the join's rename check reads of this part
             _read_schedule(tail, head)
     finally:
         outline = head.result()
@@ -97,14 +98,14 @@ def _tail(text: str, split: int, filename: str, progress, references: list):
             progress(position * len(text) // (len(text) - split))
     found: list[tuple[int, int]] = []
     try:
-        comps = parse_part(text[split:], filename, lazy=True, progress=scaled, start="computations",
+        comps = parse_part(text[split:], filename, unread=LAZY, progress=scaled, start="computations",
                            references=found)
     except (HloSyntaxError, ValueError):
         return None
     references.extend((at + split, k) for at, k in found)
     lines_before = text.count("\n", 0, split)
     for c in comps:
-        body = c.body_source
+        body = LAZY.body_of(c)
         if body is None:
             return None  # read at once: fine for a sequential parse, which this becomes
         body.source, body.start, body.end = text, body.start + split, body.end + split
@@ -147,18 +148,18 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
 
 def _outline_of_head(text: str, split: int):
     """What the caller needs of `text[:split]`: the module's name, header attributes as
-    (text, line, column), debug tables, the computations' outline (hloscope.text.outline),
+    (text, line, column), debug tables, the computations' outline (hloscope.speed.outline),
     and the part's `NameFacts`; None if the part has no outline."""
     references: list[tuple[int, int]] = []
     try:
-        (part,) = parse_part(text[:split], lazy=True, source=text, unfinished=True, references=references)
+        (part,) = parse_part(text[:split], unread=LAZY, source=text, unfinished=True, references=references)
     except (HloSyntaxError, ValueError):
         return None
     outline = computations_outline(part.computations)
     if outline is None or outline["renamed"] or None in outline["signatures"]:
         return None
     header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
-    return header, outline, NameFacts.of(part.computations).plain(), references
+    return header, outline, NameFacts.of(part.computations, LAZY.body_of).plain(), references
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
@@ -167,7 +168,7 @@ def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, r
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
         module = finish_module(Unfinished(name, tokens, comps, tables), tail,
-                               [NameFacts(*head_facts), tail_facts])
+                               [NameFacts(*head_facts), tail_facts], LAZY)
         # The references of both parts, as the sequential parse checks them.
         check_references([module], text, head_references + references)
     except HloSyntaxError as e:

@@ -1,11 +1,9 @@
-"""Work done by a forked child meanwhile (the speed machinery, in one place): the head of a
-large text's lazy parse, the check of a lazily loaded module's unread bodies, the facts of
-fused computations a memory analysis will ask for, the second of the heap's two packing
-orders, B's text parsed into the cache while A's is parsed and then B's side of a diff
-worked out into it (`loading.reading_ahead`), B's side of a diff otherwise
-(`compare.sides`), and writing a large text's outline into the cache.
-`FORKING` is the executor (hloscope.executor) the api layer hands to the parser and the
-analyses; `trim()` hands freed memory back to the system.
+"""Work done by a forked child meanwhile: the head of a large text's lazy parse, the check
+of a lazily loaded module's unread bodies, B's text parsed into the cache while A's is
+parsed and then B's side of a diff worked out into it (`loading.reading_ahead`), B's side of
+a diff otherwise (`compare.sides`), and writing a large text's outline into the cache.
+`FORKING` is the executor (hloscope.speed.executor) they run through; `trim()` hands freed
+memory back to the system; `no_cyclic_gc()` is the one place the cyclic GC is switched.
 
 `in_child(fn, *args)` runs `fn` in a forked process and returns a `Child`, whose `result()`
 waits for what `fn` returns (plain data, sent back with marshal over a pipe; a child can
@@ -203,7 +201,7 @@ def wait_for_background() -> None:
 
 
 class Forking:
-    """The executor (hloscope.executor) that runs jobs in forked children, where it can."""
+    """The executor (hloscope.speed.executor) that runs jobs in forked children, where it can."""
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Child | None:
         return in_child(fn, *args)

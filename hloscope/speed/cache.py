@@ -29,6 +29,7 @@ import json
 import os
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,8 +38,9 @@ from ..ir.attributes import Attributes
 from ..ir.module import Module
 from ..settings import cache_enabled as enabled
 from ..settings import private_dir
-from ..text.outline import computations_from_outline, computations_outline
 from . import plain, runtime
+from .lazy import LazyComputation
+from .outline import computations_from_outline, computations_outline
 
 FORMAT = 3
 KEEP = (32, 256 << 20)
@@ -144,7 +146,7 @@ def store(text: str, modules, key: str | None = None) -> None:
     """Keep the outline of `modules` (parsed lazily from `text`) when they have one."""
     if not enabled() or not modules:
         return
-    if any(c.body_source is None for m in modules for c in m.computations):
+    if any(not isinstance(c, LazyComputation) or c.body is None for m in modules for c in m.computations):
         return  # read by the parse, or renamed: the text does not outline it
     directory = private_dir("modules")
     if directory is None:
@@ -168,10 +170,14 @@ def _write_outlines(path: str, modules) -> None:
     _write(path, [_outline(m) for m in modules], KEEP)
 
 
+_keys: "weakref.WeakKeyDictionary[Module, str]" = weakref.WeakKeyDictionary()
+"""Each loaded module's name in the cache: the hash of its text and its place in it."""
+
+
 def attach(modules, key: str) -> None:
     """Name each module by the hash of its text and its place in it, for `memoized`."""
     for i, m in enumerate(modules):
-        m.cache_key = f"{key}-{i}"
+        _keys[m] = f"{key}-{i}"
 
 
 # ─── analysis results ────────────────────────────────────────────────────────────────
@@ -180,7 +186,7 @@ def attach(modules, key: str) -> None:
 def _result_path(module, name: str, args: tuple, kwargs: dict) -> str | None:
     """Where the result of analysis `name` of `module` at these arguments is kept; None when
     results are not kept (no cache, or a module `attach` did not name)."""
-    key = getattr(module, "cache_key", None)
+    key = _keys.get(module)
     directory = private_dir("results") if key is not None and enabled() else None
     if directory is None:
         return None

@@ -1,10 +1,10 @@
 """The seam through which work may run elsewhere while the caller goes on.
 
-An analysis that has independent work (the second of two packing orders, facts about fused
-computations) hands it to an `Executor` and later asks the `Job` for the answer. `start`
-may return None: then nothing runs elsewhere and the caller does the work itself, so no
-answer ever depends on whether a job ran. `INLINE`, the default everywhere, always returns
-None. The api layer hands analyses a forking executor (hloscope.api.runtime) on large inputs.
+Work that can go on while the caller goes on (the verdict on unread bodies, the head of a
+two-part parse) is handed to an `Executor`, and the `Job` asked for the answer later.
+`submit` may return None: then nothing runs elsewhere and the caller does the work itself,
+so no answer ever depends on whether a job ran. `INLINE` always returns None; `FORKING`
+(hloscope.speed.runtime) forks where it can.
 """
 
 from __future__ import annotations

@@ -1,0 +1,43 @@
+"""Questions analyses ask of a computation's body before, or instead of, walking it.
+
+The answers here come from the instructions. A loader that keeps the text answers the same
+questions from it without reading every body (hloscope.speed.facts), and must answer them
+equally (tests/test_facts.py); an analysis takes either and cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+from ..ir.module import Computation
+
+
+class Facts:
+    """The plain answers, from the instructions."""
+
+    def same_as(self, comp: Computation) -> Computation:
+        """A computation whose instructions are `comp`'s up to names (of instructions and of
+        the computations they call): what is found of one holds for the other. `comp` here."""
+        return comp
+
+    def writes_any(self, comp: Computation, literals: tuple[str, ...]) -> bool:
+        """False only when `comp`'s text certainly writes none of `literals`; True when
+        unsure, as here: the caller then looks at the instructions."""
+        return True
+
+    def holds_any(self, comp: Computation, opcodes: tuple[str, ...]) -> bool:
+        """Whether an instruction of `comp` has one of `opcodes` (as the text spells them:
+        `reduce-scatter-start`, not `async-start`); True when unsure."""
+        return any(inst.opcode in opcodes for inst in comp.instructions)
+
+    def fusion_in_place_operands(self, fused: Computation) -> list[tuple[tuple, int, tuple]] | None:
+        """The in-place pairs of a fusion calling `fused` (hloscope.analysis.dataflow), or
+        None: the caller works them out from the instructions."""
+        return None
+
+    def elementwise_parameters(self, fused: Computation) -> frozenset[int] | None:
+        """The parameters of `fused` every transitive user reads element by element
+        (hloscope.analysis.dataflow), or None: the caller works them out."""
+        return None
+
+
+PLAIN = Facts()
+"""Answers from the instructions alone."""

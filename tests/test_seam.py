@@ -1,0 +1,101 @@
+"""The one seam: the IR and the analyses name none of the speed machinery, and what the speed
+layer answers from the text equals what the plain IR answers (hloscope.analysis.facts)."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+
+from hloscope.analysis import dataflow
+from hloscope.analysis.facts import PLAIN
+from hloscope.ir.opcodes import COLLECTIVE_KINDS
+from hloscope.speed.seam import parse_eagerly, parse_lazily
+from hloscope.speed.facts import TEXT_FACTS
+from hloscope.speed.lazy import LazyComputation, read_all
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "hloscope"
+
+MACHINERY = re.compile(
+    r"\b(copy_of|may_mention|may_contain|peek|_Peek|executor|Executor|submit|settle|check_elsewhere|cache_key"
+    r"|fork\w*|read_all|know_called_computation_names|BodySource|body_source|is_read)\b"
+    r"|gc\.(disable|enable|freeze|isenabled)|\bimport gc\b|getattr\([^)]*[\"']tail[\"']")
+
+
+def _lines(folder: str):
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            yield f"{path.relative_to(ROOT)}:{number}", line
+
+
+@pytest.mark.parametrize("folder", ["ir", "analysis"])
+def test_no_line_of_the_ir_or_the_analyses_names_the_machinery(folder):
+    found = [f"{where}: {line.strip()}" for where, line in _lines(folder) if MACHINERY.search(line)]
+    assert found == []
+
+
+def test_the_pattern_finds_what_it_forbids():
+    # The test above cannot pass by a pattern that matches nothing.
+    for line in ("comp.copy_of or comp", "x = comp.may_mention(('a',))", "executor.submit(f)", "gc.disable()",
+                 "module.settle()", "import gc", "getattr(attributes, \"tail\", \"\")", "os.fork()"):
+        assert MACHINERY.search(line), line
+    for line in ("facts.same_as(comp)", "facts.writes_any(comp, literals)", "attributes.mentions('x')"):
+        assert not MACHINERY.search(line), line
+
+
+def _fixture_texts():
+    for path in sorted(ROOT.glob("fixtures/**/module.hlo.txt*")):
+        yield pytest.param(path, id=str(path.parent.relative_to(ROOT / "fixtures")))
+
+
+def _text(path: Path) -> str:
+    return gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
+
+
+@pytest.mark.parametrize("path", list(_fixture_texts()))
+def test_answers_from_the_text_equal_the_plain_ones(path):
+    """Every question `Facts` answers, asked of every computation of every fixture: from the
+    unread text (before any read, and after `read_all` marked copies), and plainly from the
+    same module parsed eagerly. "Unsure" (True) is allowed where the plain answer is False
+    only for `writes_any`, which the plain IR cannot answer at all."""
+    text = _text(path)
+    (lazy,) = parse_lazily(text, str(path))
+    (plain,) = parse_eagerly(text, str(path))
+    literals = [(k,) for k in COLLECTIVE_KINDS] + [("calls=",), ("__cublas",), (".remat",)]
+    opcode_sets = [("all-gather",), ("gather", "scatter"), ("dynamic-update-slice", "scatter"), ("fusion",)]
+    unread = [c for c in lazy.computations if isinstance(c, LazyComputation) and not c.is_read]
+    unread_answers = []
+    for comp in lazy.computations:
+        unread_answers.append(([TEXT_FACTS.writes_any(comp, lit) for lit in literals],
+                               [TEXT_FACTS.holds_any(comp, ops) for ops in opcode_sets],
+                               TEXT_FACTS.fusion_in_place_operands(comp),
+                               TEXT_FACTS.elementwise_parameters(comp)))
+    read_all(lazy)
+    assert [c.name for c in lazy.computations] == [c.name for c in plain.computations]
+    asked = 0
+    for comp, answers, same in zip(plain.computations, unread_answers, lazy.computations):
+        writes, holds, in_place, elementwise = answers
+        for lit, answer in zip(literals, writes):
+            if not answer:  # "certainly not written": the plain body holds no such text
+                assert not any(lit[0] in i.opcode or lit[0] in i.name or any(lit[0] in k + "=" + v for k, v in
+                               i.attributes.raw.items()) for i in comp.instructions), (comp.name, lit)
+        for ops, answer in zip(opcode_sets, holds):
+            if not answer:  # "certainly none": the plain answer agrees
+                assert not PLAIN.holds_any(comp, ops), (comp.name, ops)
+        if in_place is not None:
+            asked += 1
+            assert in_place == dataflow.in_place_operands_from(comp.root, lambda i, k: i.operands[k]), comp.name
+        if elementwise is not None:
+            asked += 1
+            assert elementwise == dataflow._elementwise_parameters(comp), comp.name
+        # A body known to repeat another holds its instructions up to names.
+        original = TEXT_FACTS.same_as(same)
+        if original is not same:
+            theirs = lazy.computation(original.name)
+            assert [(i.opcode, i.shape.text) for i in same.instructions] == \
+                   [(i.opcode, i.shape.text) for i in theirs.instructions]
+    if any(i.opcode == "fusion" for c in unread for i in c.instructions):
+        assert asked > 0  # the text did answer some: the comparison compared something
