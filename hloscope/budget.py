@@ -21,12 +21,13 @@ pyproject.toml, with these keys (a standalone file may also use a `[tool.hloscop
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .analysis.collectives import KNOWN_KINDS
 from .api.compare import diff
 from .api.loading import from_compiled
+from .encode import Encoded, as_json, extra
 from .errors import HloscopeError
 
 BUDGET_KINDS = KNOWN_KINDS + ("total",)
@@ -37,7 +38,7 @@ class BudgetError(HloscopeError):
 
 
 @dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(Encoded):
     """One budget a module does not keep."""
 
     module: str
@@ -52,8 +53,9 @@ class Violation:
     """The count (bytes for `max-temp`); None when a dynamic count is unknown."""
     dynamic: bool = False
     """Counts are per step (× trip counts) rather than static."""
-    detail: str = ""
-    """For `max-growth`: the diff's explanation (its sentence and leading causes)."""
+    detail: str = field(default="", metadata=as_json(omit=True))
+    """For `max-growth`: the diff's explanation (its sentence and leading causes), in `message`."""
+    json_extra = (extra("message"),)
 
     @property
     def message(self) -> str:
@@ -71,17 +73,6 @@ class Violation:
                     f"max {self.subject}={self.budget}")
         return (f"{self.module}: {self.subject}: {what} {self.actual} differs from the expected "
                 f"{self.subject}={self.budget}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "module": self.module,
-            "rule": self.rule,
-            "subject": self.subject,
-            "budget": self.budget,
-            "actual": self.actual,
-            "dynamic": self.dynamic,
-            "message": self.message,
-        }
 
 
 def _size(n: int | None) -> str:
@@ -232,13 +223,14 @@ _FILE_KEYS = {
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """A set of budgets, as `check` takes them (keyword arguments via `as_kwargs()`)."""
+class Budget(Encoded):
+    """A set of budgets, as `check` takes them (keyword arguments via `as_kwargs()`), and as a
+    budget file writes them (`to_dict()`)."""
 
     max_temp: int | None = None
     """Bytes."""
-    max_collectives: tuple[tuple[str, int], ...] = ()
-    expect_collectives: tuple[tuple[str, int], ...] = ()
+    max_collectives: tuple[tuple[str, int], ...] = field(default=(), metadata=as_json(key="max", value=dict))
+    expect_collectives: tuple[tuple[str, int], ...] = field(default=(), metadata=as_json(key="expect", value=dict))
     dynamic: bool = False
 
     @property
@@ -259,14 +251,6 @@ class Budget:
             "max_temp": self.max_temp,
             "max_collectives": dict(self.max_collectives),
             "expect_collectives": dict(self.expect_collectives),
-            "dynamic": self.dynamic,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_temp": self.max_temp,
-            "max": dict(self.max_collectives),
-            "expect": dict(self.expect_collectives),
             "dynamic": self.dynamic,
         }
 
