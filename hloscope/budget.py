@@ -29,6 +29,7 @@ from .api.compare import diff
 from .api.loading import from_compiled
 from .encode import Encoded, as_json, extra
 from .errors import HloscopeError
+from .units import human_bytes
 
 BUDGET_KINDS = KNOWN_KINDS + ("total",)
 """Keys a collective budget may name: each collective kind, `send`, `recv`, and `total`."""
@@ -75,14 +76,13 @@ class Violation(Encoded):
                 f"{self.subject}={self.budget}")
 
 
+_EXACT_TO_GIB = {"KiB": 2, "MiB": 2, "GiB": 2}
+"""How a budget's message writes sizes: exact, then in KiB, MiB or GiB (a budget is set in them)."""
+
+
 def _size(n: int | None) -> str:
     """`42949672960` → `42949672960 bytes (40.00 GiB)`."""
-    if n is None:
-        return "unknown"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n} bytes ({n / scale:.2f} {unit})"
-    return f"{n} bytes"
+    return "unknown" if n is None else human_bytes(n, _EXACT_TO_GIB, exact=True)
 
 
 _UNITS = {
@@ -192,7 +192,7 @@ def _growth(module, baseline, growth: float) -> list[Violation]:
     if new <= allowed:
         return []
     result = diff(baseline, module, names=("the baseline", "This compilation"))
-    leading = "; ".join(f"{c.role or c.kind} {'+' if c.bytes > 0 else '−'}{_size(abs(c.bytes))}"
+    leading = "; ".join(f"{c.role or c.kind} {human_bytes(c.bytes, _EXACT_TO_GIB, sign=True, exact=True)}"
                         for c in result.causes[:3])
     return [Violation(module.name, "max-growth", "temp", allowed, new,
                       detail=f"{result.summary} Leading causes: {leading}.")]
