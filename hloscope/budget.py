@@ -21,13 +21,15 @@ pyproject.toml, with these keys (a standalone file may also use a `[tool.hloscop
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .analysis.collectives import KNOWN_KINDS
 from .api.compare import diff
 from .api.loading import from_compiled
+from .encode import Encoded, as_json, extra
 from .errors import HloscopeError
+from .units import human_bytes
 
 BUDGET_KINDS = KNOWN_KINDS + ("total",)
 """Keys a collective budget may name: each collective kind, `send`, `recv`, and `total`."""
@@ -37,7 +39,7 @@ class BudgetError(HloscopeError):
 
 
 @dataclass(frozen=True, slots=True)
-class Violation:
+class Violation(Encoded):
     """One budget a module does not keep."""
 
     module: str
@@ -52,8 +54,9 @@ class Violation:
     """The count (bytes for `max-temp`); None when a dynamic count is unknown."""
     dynamic: bool = False
     """Counts are per step (× trip counts) rather than static."""
-    detail: str = ""
-    """For `max-growth`: the diff's explanation (its sentence and leading causes)."""
+    detail: str = field(default="", metadata=as_json(omit=True))
+    """For `max-growth`: the diff's explanation (its sentence and leading causes), in `message`."""
+    json_extra = (extra("message"),)
 
     @property
     def message(self) -> str:
@@ -72,26 +75,14 @@ class Violation:
         return (f"{self.module}: {self.subject}: {what} {self.actual} differs from the expected "
                 f"{self.subject}={self.budget}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "module": self.module,
-            "rule": self.rule,
-            "subject": self.subject,
-            "budget": self.budget,
-            "actual": self.actual,
-            "dynamic": self.dynamic,
-            "message": self.message,
-        }
+
+_EXACT_TO_GIB = {"KiB": 2, "MiB": 2, "GiB": 2}
+"""How a budget's message writes sizes: exact, then in KiB, MiB or GiB (a budget is set in them)."""
 
 
 def _size(n: int | None) -> str:
     """`42949672960` → `42949672960 bytes (40.00 GiB)`."""
-    if n is None:
-        return "unknown"
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n} bytes ({n / scale:.2f} {unit})"
-    return f"{n} bytes"
+    return "unknown" if n is None else human_bytes(n, _EXACT_TO_GIB, exact=True)
 
 
 _UNITS = {
@@ -201,7 +192,7 @@ def _growth(module, baseline, growth: float) -> list[Violation]:
     if new <= allowed:
         return []
     result = diff(baseline, module, names=("the baseline", "This compilation"))
-    leading = "; ".join(f"{c.role or c.kind} {'+' if c.bytes > 0 else '−'}{_size(abs(c.bytes))}"
+    leading = "; ".join(f"{c.role or c.kind} {human_bytes(c.bytes, _EXACT_TO_GIB, sign=True, exact=True)}"
                         for c in result.causes[:3])
     return [Violation(module.name, "max-growth", "temp", allowed, new,
                       detail=f"{result.summary} Leading causes: {leading}.")]
@@ -232,13 +223,14 @@ _FILE_KEYS = {
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """A set of budgets, as `check` takes them (keyword arguments via `as_kwargs()`)."""
+class Budget(Encoded):
+    """A set of budgets, as `check` takes them (keyword arguments via `as_kwargs()`), and as a
+    budget file writes them (`to_dict()`)."""
 
     max_temp: int | None = None
     """Bytes."""
-    max_collectives: tuple[tuple[str, int], ...] = ()
-    expect_collectives: tuple[tuple[str, int], ...] = ()
+    max_collectives: tuple[tuple[str, int], ...] = field(default=(), metadata=as_json(key="max", value=dict))
+    expect_collectives: tuple[tuple[str, int], ...] = field(default=(), metadata=as_json(key="expect", value=dict))
     dynamic: bool = False
 
     @property
@@ -259,14 +251,6 @@ class Budget:
             "max_temp": self.max_temp,
             "max_collectives": dict(self.max_collectives),
             "expect_collectives": dict(self.expect_collectives),
-            "dynamic": self.dynamic,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "max_temp": self.max_temp,
-            "max": dict(self.max_collectives),
-            "expect": dict(self.expect_collectives),
             "dynamic": self.dynamic,
         }
 

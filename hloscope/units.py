@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-def human_bytes(n: int | float | None, digits: int = 2) -> str:
-    """1536 → '1.50 KiB' (binary units; `digits` after the point above bytes)."""
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(n: int | float | None, digits: int | Mapping[str, int] = 2, *, sign: bool = False,
+                exact: bool = False) -> str:
+    """The one byte formatter: 1536 → '1.50 KiB' (binary units; None → '-').
+
+    `digits`: places after the point above bytes, or a mapping of unit → places whose units
+    alone are used (its last for anything larger). `sign`: a change, '+', '−' or '±' first.
+    `exact`: the count of bytes first, the unit's figure after it: '1536 bytes (1.50 KiB)'."""
     if n is None:
         return "-"
-    n = float(n)
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.{digits}f} {unit}"
-        n /= 1024
-    return f"{sign}{n:.{digits}f} TiB"
+    if sign:
+        return ("+" if n > 0 else "−" if n < 0 else "±") + human_bytes(abs(n), digits, exact=exact)
+    if exact:
+        return f"{n} bytes" if abs(n) < 1024 else f"{n} bytes ({human_bytes(n, digits)})"
+    units = tuple(digits) if isinstance(digits, Mapping) else _UNITS[1:]
+    places = digits if isinstance(digits, Mapping) else dict.fromkeys(units, digits)
+    x = float(n)
+    negative, x = x < 0, abs(x)
+    unit = "B"
+    for larger in units:
+        if x < 1024:
+            break
+        x /= 1024
+        unit = larger
+    figure = f"{x:.0f} B" if unit == "B" else f"{x:.{places[unit]}f} {unit}"
+    return "-" + figure if negative else figure

@@ -427,3 +427,25 @@ def test_the_newer_jax_keeps_parameter_copies_in_tpu_temp(diffs):
         name, _, index = row["instruction"].partition("{")
         assert (name, "{" + index if index else "{}") in peak_b
         assert _copies_a_parameter(ops_b, name)
+
+
+def test_modules_are_paired_by_name_and_baselines_matched():
+    """diff pairs modules of one name (one of each: those two); check --baseline takes the
+    baseline's module of the same name, else its first."""
+    from types import SimpleNamespace as M
+
+    from hloscope.api.compare import match_baselines, pair_modules
+
+    a = [M(name="step"), M(name="helper"), M(name="step"), M(name="only_a")]
+    b = [M(name="other"), M(name="helper"), M(name="step"), M(name="step")]
+
+    def at(side, module):  # by identity: modules of one name compare equal here
+        return next(k for k, m in enumerate(side) if m is module)
+
+    pairing = pair_modules(a, b)
+    assert [(at(a, x), at(b, y)) for x, y in pairing.pairs] == [(0, 2), (1, 1)]
+    assert pairing.only_a == ("only_a",) and pairing.only_b == ("other",)
+    one = pair_modules([a[3]], [b[0]])
+    assert [(x is a[3], y is b[0]) for x, y in one.pairs] == [(True, True)] and one.only_a == one.only_b == ()
+    assert not pair_modules(a[3:], b[:2]).pairs
+    assert [at(b, m) for m in match_baselines(a, b)] == [3, 1, 3, 0]

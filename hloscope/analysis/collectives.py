@@ -40,6 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ..encode import Encoded, as_json, encode, extra
 from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS, spellings
 from .callgraph import CallGraph
 from .facts import PLAIN, Facts
@@ -49,7 +50,7 @@ GROUP_KEYS = ("kind", "computation", "op_name", "source")
 
 
 @dataclass(frozen=True, slots=True)
-class Collective:
+class Collective(Encoded):
     """One collective (or send/recv) instruction of a module."""
 
     kind: str
@@ -72,12 +73,12 @@ class Collective:
     """`explicit`, `iota`, `mesh` or `empty` (the replica_groups form), None when absent."""
     channel_id: int | None
     """`channel_id`, when present."""
-    dynamic_count: int | None
+    dynamic_count: int | None = field(metadata=as_json(after="bytes"))
     """Executions per run of the entry computation (× enclosing while trip counts);
     None when an enclosing while has no known trip count."""
-    unknown_trip_count: bool
+    unknown_trip_count: bool = field(metadata=as_json(after="dynamic_bytes"))
     """An enclosing while loop has no `known_trip_count`."""
-    reachable: bool
+    reachable: bool = field(metadata=as_json(after="unknown_trip_count"))
     """Some call chain from the entry computation reaches its computation."""
     loops: tuple[str, ...]
     """Names of the while instructions it runs under, outermost first (over every call path)."""
@@ -85,36 +86,16 @@ class Collective:
     """`metadata.op_name` (of the start, or of the `-done` when the start has none)."""
     source: str | None
     """`file:line` from the metadata, when present."""
+    json_extra = (extra("dynamic_bytes", after="dynamic_count"),)
 
     @property
     def dynamic_bytes(self) -> int | None:
         """`bytes` × `dynamic_count`, None when the count is unknown."""
         return None if self.dynamic_count is None else self.bytes * self.dynamic_count
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "instruction": self.instruction,
-            "opcode": self.opcode,
-            "computation": self.computation,
-            "bytes": self.bytes,
-            "dynamic_count": self.dynamic_count,
-            "dynamic_bytes": self.dynamic_bytes,
-            "unknown_trip_count": self.unknown_trip_count,
-            "reachable": self.reachable,
-            "is_async": self.is_async,
-            "group_size": self.group_size,
-            "num_groups": self.num_groups,
-            "group_form": self.group_form,
-            "channel_id": self.channel_id,
-            "loops": list(self.loops),
-            "op_name": self.op_name,
-            "source": self.source,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Tally:
+class Tally(Encoded):
     """Counts and bytes of a set of collectives (one kind, or one group of `group_by`)."""
 
     count: int = 0
@@ -146,27 +127,16 @@ class Tally:
             unknown_trip_count=unknown,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "dynamic_count": self.dynamic_count,
-            "bytes": self.bytes,
-            "dynamic_bytes": self.dynamic_bytes,
-            "async_count": self.async_count,
-            "group_sizes": list(self.group_sizes),
-            "unknown_trip_count": self.unknown_trip_count,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class CollectivesResult:
+class CollectivesResult(Encoded):
     """The collectives of one module: every instance, and tallies per kind."""
 
-    module: str
+    module: str = field(metadata=as_json(key="name"))
     """The module's name."""
-    instances: tuple[Collective, ...]
+    instances: tuple[Collective, ...] = field(metadata=as_json(after="total"))
     """Collectives and send/recv, in text order of computations and instructions."""
-    by_kind: dict[str, Tally] = field(hash=False)
+    by_kind: dict[str, Tally] = field(hash=False, metadata=as_json(key="collectives"))
     """Every kind of `COLLECTIVE_KINDS`, in that order (zero tallies included)."""
     point_to_point: dict[str, Tally] = field(hash=False)
     """`send` and `recv`."""
@@ -205,17 +175,11 @@ class CollectivesResult:
         return rows
 
     def to_dict(self, by: str | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.module,
-            "collectives": {kind: t.to_dict() for kind, t in self.by_kind.items()},
-            "point_to_point": {kind: t.to_dict() for kind, t in self.point_to_point.items()},
-            "total": self.total.to_dict(),
-        }
-        if by is not None and by != "kind":
-            out["by"] = by
-            out["groups"] = [{by: k, "kind": kind, **t.to_dict()} for k, kind, t in self.group_by(by)]
-        out["instances"] = [c.to_dict() for c in self.instances]
-        return out
+        """The JSON object; grouped `by` one of GROUP_KEYS other than `kind`, the groups too."""
+        if by is None or by == "kind":
+            return encode(self)
+        groups = [{by: k, "kind": kind, **t.to_dict()} for k, kind, t in self.group_by(by)]
+        return encode(self, {"by": by, "groups": groups}, after="total")
 
 
 KNOWN_KINDS = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS

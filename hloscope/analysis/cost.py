@@ -66,6 +66,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from ..encode import Encoded, as_json, encode, extra
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import COLLECTIVE_KINDS, spellings
 from ..ir.opcodes import info as opinfo
@@ -125,29 +126,35 @@ ZERO = Counts()
 
 
 @dataclass(frozen=True, slots=True)
-class InstructionCost:
+class InstructionCost(Encoded):
     """One instruction of a computation the schedule runs (a fusion, a dot, a collective...),
-    what one execution of it costs, and how often it runs per step."""
+    what one execution of it costs, and how often it runs per step. Its JSON gives the costs
+    per step (`flops_per_run` per execution), the contract's keys first."""
 
     instruction: str
     computation: str
     opcode: str
-    flops: int
+    flops: int = field(metadata=as_json(key="flops_per_run"))
     """Per execution (a fusion: its fused instructions together)."""
-    transcendentals: int
-    bytes_accessed: int
-    collective_bytes: int
+    transcendentals: int = field(metadata=as_json(get="total_transcendentals"))
+    bytes_accessed: int = field(metadata=as_json(get="total_bytes_accessed"))
+    collective_bytes: int = field(metadata=as_json(get="total_collective_bytes"))
     """Result bytes of the collectives it runs (its own, or those fused into it)."""
-    recompute_flops: int
+    recompute_flops: int = field(metadata=as_json(get="total_recompute_flops"))
     """Of `flops`, those that recompute forward ops."""
-    runs: int
+    runs: int = field(metadata=as_json(after="opcode"))
     """Executions per step: the product of enclosing loops' trip counts (1 for an unknown one)."""
-    op_name: str | None
+    op_name: str | None = field(metadata=as_json(after="flops"))
     source: str | None
+    json_extra = (extra("flops", "total_flops", after="instruction"),)
 
     @property
     def total_flops(self) -> int:
         return self.flops * self.runs
+
+    @property
+    def total_transcendentals(self) -> int:
+        return self.transcendentals * self.runs
 
     @property
     def total_bytes_accessed(self) -> int:
@@ -161,25 +168,9 @@ class InstructionCost:
     def total_recompute_flops(self) -> int:
         return self.recompute_flops * self.runs
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "instruction": self.instruction,
-            "flops": self.total_flops,
-            "op_name": self.op_name,
-            "computation": self.computation,
-            "opcode": self.opcode,
-            "runs": self.runs,
-            "flops_per_run": self.flops,
-            "transcendentals": self.transcendentals * self.runs,
-            "bytes_accessed": self.total_bytes_accessed,
-            "collective_bytes": self.total_collective_bytes,
-            "recompute_flops": self.total_recompute_flops,
-            "source": self.source,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class LoopCost:
+class LoopCost(Encoded):
     """A while loop: how often it runs, its trip count, and one trip's cost."""
 
     instruction: str
@@ -191,16 +182,13 @@ class LoopCost:
     trip_flops: int
     """One trip of its body and condition (XLA's convention: what XLA counts for the loop)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction, "computation": self.computation, "trip_count": self.trip_count,
-                "runs": self.runs, "trip_flops": self.trip_flops}
-
 
 @dataclass(frozen=True, slots=True)
 class CostGroup:
     """Instructions sharing an op_name, source, computation or opcode, their costs summed per step."""
 
-    key: str | None
+    key: str | None = field(metadata=as_json(omit=True))
+    """Their op_name, source, ...: the JSON's first key, named after what they are grouped by."""
     instructions: int
     flops: int
     transcendentals: int
@@ -209,19 +197,17 @@ class CostGroup:
     recompute_flops: int
 
     def to_dict(self, by: str) -> dict[str, Any]:
-        return {by: self.key, "instructions": self.instructions, "flops": self.flops,
-                "transcendentals": self.transcendentals, "bytes_accessed": self.bytes_accessed,
-                "collective_bytes": self.collective_bytes, "recompute_flops": self.recompute_flops}
+        return {by: self.key, **encode(self)}
 
 
 @dataclass(frozen=True, slots=True)
-class CostResult:
+class CostResult(Encoded):
     """The cost of one step of a module (per device)."""
 
-    module: str
+    module: str = field(metadata=as_json(key="name"))
     flops: int
     """Every instruction × how often it runs (loop trip counts applied)."""
-    transcendentals: int
+    transcendentals: int = field(metadata=as_json(after="recompute_flops"))
     bytes_accessed: int
     collective_bytes: int
     """Collective result bytes × how often each collective runs."""
@@ -230,7 +216,7 @@ class CostResult:
     collective_wire_bytes: int
     """Ring-algorithm estimate of the bytes each device sends."""
     collective_wire_bytes_by_kind: dict[str, int] = field(hash=False)
-    recompute_flops: int
+    recompute_flops: int = field(metadata=as_json(after="collective_bytes"))
     """FLOPs of instructions that recompute forward ops (× how often they run)."""
     flops_xla_convention: int
     """The FLOPs XLA's HloCostAnalysis reports: each loop one trip (see XLA_CONVENTION)."""
@@ -238,11 +224,13 @@ class CostResult:
     bytes_accessed_xla_convention: int
     unknown_trip_count: bool
     """Some loop has no known trip count: the plain totals count it as one trip."""
-    opaque: int
+    opaque: int = field(metadata=as_json(key="opaque_custom_calls"))
     """Custom-calls the step runs, whose cost is unknown (not counted)."""
     loops: tuple[LoopCost, ...]
-    instructions: tuple[InstructionCost, ...]
-    """Every instruction with a cost, of the computations the schedule runs, in their order."""
+    instructions: tuple[InstructionCost, ...] = field(metadata=as_json(omit=True))
+    """Every instruction with a cost, of the computations the schedule runs, in their order
+    (the JSON lists the `top` ones and those `recomputed`)."""
+    json_extra = (extra("xla_convention", lambda _: XLA_CONVENTION, after="bytes_accessed_xla_convention"),)
 
     @property
     def recomputed(self) -> tuple[InstructionCost, ...]:
@@ -277,31 +265,17 @@ class CostResult:
         return rows
 
     def to_dict(self, by: str | None = None, top: int = 10) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.module,
-            "flops": self.flops,
-            "bytes_accessed": self.bytes_accessed,
-            "collective_bytes": self.collective_bytes,
-            "recompute_flops": self.recompute_flops,
-            "transcendentals": self.transcendentals,
-            "collective_bytes_by_kind": dict(self.collective_bytes_by_kind),
-            "collective_wire_bytes": self.collective_wire_bytes,
-            "collective_wire_bytes_by_kind": dict(self.collective_wire_bytes_by_kind),
-            "flops_xla_convention": self.flops_xla_convention,
-            "transcendentals_xla_convention": self.transcendentals_xla_convention,
-            "bytes_accessed_xla_convention": self.bytes_accessed_xla_convention,
-            "xla_convention": XLA_CONVENTION,
-            "unknown_trip_count": self.unknown_trip_count,
-            "opaque_custom_calls": self.opaque,
-            "loops": [loop.to_dict() for loop in self.loops],
-            "top": [i.to_dict() for i in self.top(top)],
+        """The JSON object: the totals, the `top` instructions by FLOPs, the recomputing ones,
+        and grouped `by` one of GROUP_KEYS, the groups."""
+        more: dict[str, Any] = {
+            "top": self.top(top),
             "recomputed": [{"instruction": i.instruction, "flops": i.total_recompute_flops, "op_name": i.op_name,
                             "computation": i.computation} for i in self.recomputed],
         }
         if by is not None:
-            out["by"] = by
-            out["groups"] = [g.to_dict(by) for g in self.group_by(by)]
-        return out
+            more["by"] = by
+            more["groups"] = [g.to_dict(by) for g in self.group_by(by)]
+        return encode(self, more)
 
 
 # ─── XLA's rules, per opcode ──────────────────────────────────────────────────────────
@@ -1215,7 +1189,7 @@ ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measureme
 
 
 @dataclass(frozen=True, slots=True)
-class Roofline:
+class Roofline(Encoded):
     """A lower bound on one step's time on a target, from its published peaks."""
 
     target: str
@@ -1229,12 +1203,8 @@ class Roofline:
     serial_seconds: float
     """The three added: the time with no overlap at all."""
     source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "estimate": True, "note": ESTIMATE_NOTE,
-                "compute_seconds": self.compute_seconds, "memory_seconds": self.memory_seconds,
-                "collective_seconds": self.collective_seconds, "seconds": self.seconds, "bound": self.bound,
-                "serial_seconds": self.serial_seconds, "source": self.source}
+    json_extra = (extra("estimate", lambda _: True, after="target"),
+                  extra("note", lambda _: ESTIMATE_NOTE, after="estimate"))
 
 
 def roofline(cost: CostResult, target: str) -> Roofline:

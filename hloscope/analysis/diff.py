@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..encode import Encoded, as_json, extra
 from ..units import human_bytes
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
 from .cost import CostResult
@@ -57,8 +58,18 @@ class Side:
     label: str = ""
 
 
+def _side_json(side: Side) -> dict[str, Any]:
+    """A side in the diff's JSON: its memory summary, label and bytes at its peak by role."""
+    return {**side.memory.to_dict(), "label": side.label, "by_role": dict(side.roles.by_role)}
+
+
+def _held_json(g: GathersResult) -> dict[str, Any]:
+    return {"count": len(g.held), "held_bytes": g.held_bytes, "held_bytes_at_peak": g.held_bytes_at_peak,
+            "instructions": [h.instruction for h in g.held]}
+
+
 @dataclass(frozen=True)
-class Cause:
+class Cause(Encoded):
     kind: str
     """`role` (bytes of one role live at the peak), `packing` (what packing adds to them in
     the temp allocation) or `backend` (what the backend's report adds to the allocation:
@@ -74,21 +85,25 @@ class Cause:
     (instruction, bytes, shape, op_name, source, and `matched`: the other side's buffer it
     matches, or None)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "role": self.role, "bytes": self.bytes, "a_bytes": self.a_bytes,
-                "b_bytes": self.b_bytes, "description": self.description,
-                "instructions": {k: list(v) for k, v in self.instructions.items()}}
-
 
 @dataclass(frozen=True)
-class DiffResult:
-    a: Side
-    b: Side
+class DiffResult(Encoded):
+    a: Side = field(metadata=as_json(value=_side_json))
+    b: Side = field(metadata=as_json(value=_side_json))
     summary: str
     causes: tuple[Cause, ...]
     """Largest first by size of the change; their bytes sum to `delta_temp_bytes`."""
-    names: tuple[str, str] = ("A", "B")
+    names: tuple[str, str] = field(default=("A", "B"), metadata=as_json(omit=True))
     """How the sentence calls the two sides."""
+    json_extra = (
+        extra("delta_temp_bytes", after="summary"),
+        extra("delta_peak_bytes", after="summary"),
+        extra("explained_bytes", after="summary"),
+        extra("peaks", lambda d: {"a": d.a.memory.peak_at, "b": d.b.memory.peak_at}),
+        extra("collectives", lambda d: d.collectives_delta()),
+        extra("held_gathers", lambda d: {"a": _held_json(d.a.gathers), "b": _held_json(d.b.gathers)}),
+        extra("cost", lambda d: d.trade()),
+    )
 
     @property
     def delta_temp_bytes(self) -> int:
@@ -127,25 +142,6 @@ class DiffResult:
         return {"a": one(a), "b": one(b), "delta_flops": b.flops - a.flops,
                 "delta_bytes_accessed": b.bytes_accessed - a.bytes_accessed,
                 "delta_collective_bytes": b.collective_bytes - a.collective_bytes}
-
-    def to_dict(self) -> dict[str, Any]:
-        def held(g: GathersResult) -> dict[str, Any]:
-            return {"count": len(g.held), "held_bytes": g.held_bytes, "held_bytes_at_peak": g.held_bytes_at_peak,
-                    "instructions": [h.instruction for h in g.held]}
-
-        return {
-            "a": {**self.a.memory.to_dict(), "label": self.a.label, "by_role": dict(self.a.roles.by_role)},
-            "b": {**self.b.memory.to_dict(), "label": self.b.label, "by_role": dict(self.b.roles.by_role)},
-            "summary": self.summary,
-            "delta_temp_bytes": self.delta_temp_bytes,
-            "delta_peak_bytes": self.delta_peak_bytes,
-            "explained_bytes": self.explained_bytes,
-            "causes": [c.to_dict() for c in self.causes],
-            "peaks": {"a": self.a.memory.peak_at, "b": self.b.memory.peak_at},
-            "collectives": self.collectives_delta(),
-            "held_gathers": {"a": held(self.a.gathers), "b": held(self.b.gathers)},
-            "cost": self.trade(),
-        }
 
 
 def _temp_rows(roles: RolesAtPeak, role: str) -> list:

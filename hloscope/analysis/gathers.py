@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..encode import Encoded, as_json, extra
 from ..ir.module import Instruction
 from ..ir.opcodes import info as opinfo
 from .callgraph import scheduled_callees
@@ -44,7 +45,7 @@ FORWARD, BACKWARD, OTHER = "forward", "backward", "other"
 
 
 @dataclass(frozen=True)
-class GatherUse:
+class GatherUse(Encoded):
     """One instruction reading a gathered value."""
 
     instruction: str
@@ -53,12 +54,9 @@ class GatherUse:
     step: int | None
     """Its step in the flattened schedule (None inside a fusion or applied computation)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction, "side": self.side, "step": self.step}
-
 
 @dataclass(frozen=True)
-class HeldGather:
+class HeldGather(Encoded):
     """A gathered value that stays live across the forward→backward boundary or a loop."""
 
     instruction: str
@@ -87,27 +85,9 @@ class HeldGather:
     """`explicit` (an `all_gather` the program asked for), `partitioner` (inserted by the SPMD
     partitioner for another op), or `unknown` (no metadata)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "instruction": self.instruction,
-            "bytes": self.bytes,
-            "reasons": list(self.reasons),
-            "first_use": self.first_use,
-            "last_use": self.last_use,
-            "live": list(self.live),
-            "spans_peak": self.spans_peak,
-            "bytes_at_peak": self.bytes_at_peak,
-            "users": [u.to_dict() for u in self.users],
-            "op_name": self.op_name,
-            "source": self.source,
-            "parameter": self.parameter,
-            "parameter_path": self.parameter_path,
-            "origin": self.origin,
-        }
-
 
 @dataclass(frozen=True)
-class GatherAsAllReduce:
+class GatherAsAllReduce(Encoded):
     """An all-gather implemented as an all-reduce (pytorch/xla#6528): each device writes its
     shard into a zero-padded full-size buffer, all-reduces it and slices its part out: the
     full size travels and lives, and an all-gather would move the same result."""
@@ -116,22 +96,20 @@ class GatherAsAllReduce:
     bytes: int
     op_name: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction, "bytes": self.bytes, "op_name": self.op_name}
-
 
 @dataclass(frozen=True)
-class GathersResult:
+class GathersResult(Encoded):
     name: str
-    held: tuple[HeldGather, ...]
-    gathers: int
+    held: tuple[HeldGather, ...] = field(metadata=as_json(key="held_all_gathers"))
+    gathers: int = field(metadata=as_json(key="all_gathers"))
     """All-gathered values examined (one per element of a combined gather)."""
     boundary: str
     """How forward and backward were told apart: `metadata` (JAX op_name) or `schedule`."""
     boundary_step: int | None
     """With `schedule`: the step taken as the start of the backward pass."""
     peak_step: int
-    as_all_reduce: tuple[GatherAsAllReduce, ...] = field(default=())
+    as_all_reduce: tuple[GatherAsAllReduce, ...] = field(default=(), metadata=as_json(key="all_gathers_as_all_reduce"))
+    json_extra = (extra("held_bytes", after="held_all_gathers"), extra("held_bytes_at_peak", after="held_all_gathers"))
 
     @property
     def held_bytes(self) -> int:
@@ -140,19 +118,6 @@ class GathersResult:
     @property
     def held_bytes_at_peak(self) -> int:
         return sum(h.bytes_at_peak for h in self.held)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "held_all_gathers": [h.to_dict() for h in self.held],
-            "held_bytes": self.held_bytes,
-            "held_bytes_at_peak": self.held_bytes_at_peak,
-            "all_gathers": self.gathers,
-            "boundary": self.boundary,
-            "boundary_step": self.boundary_step,
-            "peak_step": self.peak_step,
-            "all_gathers_as_all_reduce": [g.to_dict() for g in self.as_all_reduce],
-        }
 
 
 # ─── sides of the boundary ────────────────────────────────────────────────────────────

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..encode import Encoded, as_json, by_key
 from ..errors import NotScheduledError
 from ..ir.module import Instruction
 from . import tpu
@@ -41,7 +42,7 @@ HOST_MEMORY_SPACE = 5
 
 
 @dataclass(frozen=True)
-class LiveBuffer:
+class LiveBuffer(Encoded):
     """A temp value live at the peak."""
 
     instruction: str
@@ -51,13 +52,9 @@ class LiveBuffer:
     op_name: str | None
     source: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction, "bytes": self.bytes, "shape": self.shape,
-                "op_name": self.op_name, "source": self.source}
-
 
 @dataclass(frozen=True)
-class MemoryAnalysis:
+class MemoryAnalysis(Encoded):
     """Memory figures of one module, in bytes.
 
     `temp_bytes` estimates XLA's `temp_size_in_bytes` (the packed temp allocation of the
@@ -78,51 +75,35 @@ class MemoryAnalysis:
     peak_bytes: int
     peak_at: dict[str, Any]
     live_at_peak: tuple[LiveBuffer, ...]
-    temp_max_live_bytes: int = 0
+    temp_max_live_bytes: int = field(default=0, metadata=as_json(omit=True))
     """Temp bytes live at the peak step (no fragmentation); `temp_bytes` ≥ this."""
-    temp_allocation_bytes: int = 0
+    temp_allocation_bytes: int = field(default=0, metadata=as_json(omit=True))
     """The packed temp allocation of the default memory space (the dump's
     `preallocated-temp`): `temp_bytes` on CPU and GPU; TPU's `temp_bytes` is what libtpu
     makes of it (`tpu.reported_temp`)."""
-    timeline: tuple[int, ...] = field(default=(), repr=False)
+    timeline: tuple[int, ...] = field(default=(), repr=False, metadata=as_json(omit=True))
     """Temp bytes live at each step of the flattened schedule."""
-    steps: tuple[str, ...] = field(default=(), repr=False)
+    steps: tuple[str, ...] = field(default=(), repr=False, metadata=as_json(omit=True))
     """What runs at each step of the flattened schedule."""
-    platform: str = "cpu"
-    other_memory_space_bytes: dict[int, int] = field(default_factory=dict)
+    platform: str = field(default="cpu", metadata=as_json(omit=True))
+    other_memory_space_bytes: dict[int, int] = field(default_factory=dict,
+                                                     metadata=as_json(key="memory_spaces", value=by_key))
     """Packed temp bytes of memory spaces other than 0, by space (`S(n)` in a layout): TPU
     keeps temporaries in S(1); S(5) is host memory. Each space is its own heap, packed apart."""
-    total_bytes: int = 0
+    total_bytes: int = field(default=0, metadata=as_json(after="alias_bytes"))
     """Arguments + outputs − aliased + temp: what the device holds for the step."""
-    static_bytes: int = 0
+    static_bytes: int = field(default=0, metadata=as_json(omit=True))
     """`peak_bytes`' first part: the largest buffer of every argument, constant and output
     allocation."""
     notes: tuple[str, ...] = ()
     """What a figure leaves out, in a sentence each (TPU: what libtpu adds to temp)."""
-    xla: dict[str, int] | None = None
+    xla: dict[str, int] | None = field(default=None, metadata=as_json(omit_none=True))
     """XLA's own `memory_analysis()` figures, when the input came with them (`with_xla`)."""
 
     @property
     def host_temp_bytes(self) -> int:
         """Packed temp bytes in host memory (`S(5)`), XLA's `host_temp_size_in_bytes`."""
         return self.other_memory_space_bytes.get(HOST_MEMORY_SPACE, 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "temp_bytes": self.temp_bytes,
-            "argument_bytes": self.argument_bytes,
-            "output_bytes": self.output_bytes,
-            "alias_bytes": self.alias_bytes,
-            "total_bytes": self.total_bytes,
-            "peak_bytes": self.peak_bytes,
-            "peak_at": dict(self.peak_at),
-            "live_at_peak": [b.to_dict() for b in self.live_at_peak],
-            # After the contract keys: packed temp bytes per memory space other than 0.
-            "memory_spaces": {str(space): size for space, size in sorted(self.other_memory_space_bytes.items())},
-            "notes": list(self.notes),
-            **({"xla": dict(self.xla)} if self.xla is not None else {}),
-        }
 
 
 XLA_FIGURES = {"temp_bytes": "temp_size_in_bytes", "argument_bytes": "argument_size_in_bytes",

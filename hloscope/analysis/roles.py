@@ -30,9 +30,9 @@ so the roles add up to `argument_bytes + output_bytes - alias_bytes + temp_max_l
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from ..encode import Encoded, as_json
 from ..ir.attributes import unquote
 from ..ir.module import Instruction
 from ..ir.opcodes import info as opinfo
@@ -50,7 +50,7 @@ _GRADIENT_REDUCTIONS = frozenset({"reduce-scatter", "all-reduce"})
 
 
 @dataclass(frozen=True)
-class RoleBuffer:
+class RoleBuffer(Encoded):
     """One buffer live at the peak, with its role."""
 
     instruction: str
@@ -62,13 +62,9 @@ class RoleBuffer:
     where: str
     """`argument`, `output` or `temp`."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction, "role": self.role, "bytes": self.bytes, "shape": self.shape,
-                "op_name": self.op_name, "source": self.source, "where": self.where}
-
 
 @dataclass(frozen=True)
-class RolesAtPeak:
+class RolesAtPeak(Encoded):
     """Bytes the device holds at the peak step, by role."""
 
     name: str
@@ -79,12 +75,7 @@ class RolesAtPeak:
     """The temp values live at the peak alone, by role (sums to the heap's most live bytes)."""
     buffers: tuple[RoleBuffer, ...]
     """Everything held at the peak, largest first: arguments, outputs and temp values."""
-    total: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "peak_step": self.peak_step, "by_role": dict(self.by_role),
-                "temp_by_role": dict(self.temp_by_role), "total": self.total,
-                "buffers": [b.to_dict() for b in self.buffers]}
+    total: int = field(metadata=as_json(after="temp_by_role"))
 
 
 class Roles:

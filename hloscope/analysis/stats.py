@@ -4,34 +4,28 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+
+from ..encode import Encoded, as_json
+
+
+def _most_first(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 @dataclass(frozen=True, slots=True)
-class ModuleStats:
+class ModuleStats(Encoded):
     name: str
     computations: int
     instructions: int
     is_scheduled: bool
-    opcodes: dict[str, int] = field(default_factory=dict)
-    """Instructions per opcode (as written), over every computation."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "computations": self.computations,
-            "instructions": self.instructions,
-            "is_scheduled": self.is_scheduled,
-            "opcodes": dict(sorted(self.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))),
-        }
+    opcodes: dict[str, int] = field(default_factory=dict, metadata=as_json(value=_most_first))
+    """Instructions per opcode (as written), over every computation; the JSON lists the most
+    frequent first."""
 
 
 @dataclass(frozen=True, slots=True)
-class Stats:
+class Stats(Encoded):
     modules: tuple[ModuleStats, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"modules": [m.to_dict() for m in self.modules]}
 
 
 def module_stats(module) -> ModuleStats:

@@ -1,8 +1,11 @@
-"""Comparing two compilations: `hloscope.diff(a, b)` and budgets against a baseline."""
+"""Comparing two compilations: `hloscope.diff(a, b)`, which module of one goes with which of
+the other, and budgets against a baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ..analysis.diff import DiffResult, Side
 from ..analysis.diff import diff as diff_sides
@@ -73,3 +76,38 @@ def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
     (hloscope.analysis.diff). `names`: how its sentence calls the two sides; `b_worked_out`:
     as `sides` takes it."""
     return diff_sides(*sides(a, b, labels, b_worked_out), names=names)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pairing(Generic[T]):
+    """Which modules of A and B are compared (`pair_modules`)."""
+
+    pairs: tuple[tuple[T, T], ...]
+    only_a: tuple[str, ...]
+    """Names of A's modules that B has none of."""
+    only_b: tuple[str, ...]
+    """Names of B's modules that A has none of."""
+
+
+def pair_modules(a: Sequence[T], b: Sequence[T], name: Callable[[T], str] = lambda m: m.name) -> Pairing[T]:
+    """Modules of A and B to compare (`hloscope diff`): the one of each, or, when a side holds
+    several (two dump directories, multi-module files), those of the same `name`, in A's order
+    (a name twice in a side: its first module)."""
+    if len(a) == 1 and len(b) == 1:
+        return Pairing(((a[0], b[0]),), (), ())
+    by_name: dict[str, T] = {}
+    for y in b:
+        by_name.setdefault(name(y), y)
+    pairs = tuple((x, by_name.pop(name(x))) for x in a if name(x) in by_name)
+    paired = {name(x) for x, _ in pairs}
+    return Pairing(pairs, tuple(name(x) for x in a if name(x) not in paired), tuple(by_name))
+
+
+def match_baselines(modules: Sequence[Module], baselines: Sequence[Module]) -> list[Module]:
+    """The module of a baseline each module is checked against (`hloscope check --baseline`):
+    the baseline's module of the same name, else its first."""
+    by_name = {m.name: m for m in baselines}
+    return [by_name.get(m.name, baselines[0]) for m in modules]

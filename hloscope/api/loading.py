@@ -28,8 +28,9 @@ from ..text.dumpfiles import (
     mlir_start,
     side_file_kind,
 )
-from ..speed import seam as speed
 from ..speed import cache, runtime
+from ..speed import seam as speed
+from ..units import human_bytes
 from .module import Module, adopt
 
 
@@ -269,13 +270,17 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
     return Resolved(tuple(inputs), tuple(notes))
 
 
+_ROUGHLY = {"KiB": 0, "MiB": 0, "GiB": 1}
+"""How a dump directory's listing writes its modules' sizes: roughly, to tell them apart."""
+
+
 def _dump_inputs(directory: str, pattern, notes: list[str]) -> list[Input]:
     found = dump_modules(directory)
     if not found:
         raise InputError(directory, f"a directory without XLA dump modules (no *{AFTER_OPTIMIZATIONS} in it); "
                          "give an HLO file, or a directory written by "
                          "`XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text`")
-    listing = ", ".join(f"{m.label} ({_size(m.size)})" for m in found)
+    listing = ", ".join(f"{m.label} ({human_bytes(m.size, _ROUGHLY)})" for m in found)
     if pattern is not None:
         chosen = [m for m in found if pattern.search(m.label)]
         if not chosen:
@@ -289,14 +294,6 @@ def _dump_inputs(directory: str, pattern, notes: list[str]) -> list[Input]:
                          f"(the largest{' jit_*' if best.name.startswith('jit_') else ''} module); "
                          "choose another with --module REGEX")
     return [Input(m.path, None, m.buffer_assignment) for m in chosen]
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if n < 1024:
-            return f"{n} {unit}" if unit == "B" else f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
 
 
 def load_input(inp: Input, lazy: bool = False, progress=None) -> list[Module]:

@@ -23,6 +23,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from ..encode import Encoded, as_json
 from .values import AttributeValueError, Reader
 
 MAX_PARTICIPANTS = 1 << 24
@@ -32,19 +33,19 @@ thousand). The iota and mesh forms describe their groups in a few characters: a 
 
 
 @dataclass(frozen=True, slots=True)
-class ReplicaGroups:
+class ReplicaGroups(Encoded):
     """Replica groups in any of XLA's three printed forms (see the module docstring)."""
 
     form: str
     """`explicit`, `iota`, `mesh` or `empty`."""
-    text: str
+    text: str = field(metadata=as_json(omit=True))
     num_groups: int | None
     """XLA's num_replica_groups(); None for `{}` (all participants, count unknown here) and
     for a mesh whose groups have no device (XLA would divide by zero)."""
     group_size: int | None
     """XLA's num_devices_per_group() (the largest group, for explicit groups of unequal
     sizes); None for `{}`."""
-    spec: tuple = field(default=(), repr=False, compare=False)
+    spec: tuple = field(default=(), repr=False, compare=False, metadata=as_json(omit=True))
     """What `groups` lists the ids from: the explicit groups, or the iota or mesh parameters."""
 
     @property
@@ -58,13 +59,6 @@ class ReplicaGroups:
         if self.form == "iota":
             return _iota_groups(*self.spec)
         return _mesh_groups(*self.spec)
-
-    def to_dict(self) -> dict:
-        return {
-            "form": self.form,
-            "num_groups": self.num_groups,
-            "group_size": self.group_size,
-        }
 
 
 def _product(sizes) -> int:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+
+from ..encode import Encoded, as_json, by_key
 
 AFTER_OPTIMIZATIONS = "after_optimizations.txt"
 """The ending of the optimized module's file: `module_0000.jit_f.cpu_after_optimizations.txt`,
@@ -150,7 +151,7 @@ _COLOR = re.compile(r"(?:^|, )color (\d+)")
 
 
 @dataclass(frozen=True, slots=True)
-class BufferAssignmentFigures:
+class BufferAssignmentFigures(Encoded):
     """The figures of `compiled.memory_analysis()`, summed from a buffer-assignment dump's
     allocations the way XLA sums them: arguments are the entry parameters' allocations,
     outputs the maybe-live-out ones, aliased those that are both, temp the preallocated temp
@@ -161,17 +162,9 @@ class BufferAssignmentFigures:
     argument_bytes: int
     output_bytes: int
     alias_bytes: int
-    other_memory_space_temp_bytes: dict[int, int] = field(default_factory=dict)
+    other_memory_space_temp_bytes: dict[int, int] = field(default_factory=dict,
+                                                          metadata=as_json(key="memory_spaces", value=by_key))
     """Preallocated temp of memory spaces (XLA's colors) other than 0."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "temp_bytes": self.temp_bytes,
-            "argument_bytes": self.argument_bytes,
-            "output_bytes": self.output_bytes,
-            "alias_bytes": self.alias_bytes,
-            "memory_spaces": {str(c): n for c, n in sorted(self.other_memory_space_temp_bytes.items())},
-        }
 
 
 def buffer_assignment_figures(text: str) -> BufferAssignmentFigures:

@@ -1,5 +1,6 @@
 import click
 
+from ...api.compare import match_baselines
 from ...api.loading import reading_ahead
 from ...budget import (
     BUDGET_KINDS,
@@ -82,21 +83,17 @@ def check(files, module_regex, max_temp, max_collectives, expect_collectives, dy
         raise click.UsageError("nothing to check: give --max, --expect, --max-temp, --baseline or --budget")
     with reading_ahead([baseline] if baseline is not None else [], module_regex):  # parsed by a child meanwhile
         loaded = load_inputs(files, module_regex)
-    kwargs = budget.as_kwargs()
-    if kwargs.get("max_temp") is not None or baseline is not None:
+    if budget.max_temp is not None or baseline is not None:
         require_scheduled(loaded, "a temp budget")
     else:
         warn_unscheduled(loaded)
+    baselines = [None] * len(loaded)
     if baseline is not None:
         old = load_inputs([baseline], module_regex)
         require_scheduled(old, "a baseline")
-        by_name = {x.module.name: x.module for x in old}
-        kwargs["max_growth"] = max_growth or 0
-        kwargs["baseline"] = None
-        found = [run_check(x.module, **{**kwargs, "baseline": by_name.get(x.module.name, old[0].module)})
-                 for x in loaded]
-    else:
-        found = [run_check(x.module, **kwargs) for x in loaded]
+        baselines = match_baselines([x.module for x in loaded], [x.module for x in old])
+    found = [run_check(x.module, **budget.as_kwargs(), baseline=old_module, max_growth=max_growth)
+             for x, old_module in zip(loaded, baselines)]
     violations = [v for vs in found for v in vs]
     payload = {"ok": not violations, "budget": budget.to_dict(),
                "modules": [{"file": x.file, "name": x.module.name, "violations": [v.to_dict() for v in vs]}

@@ -1,5 +1,6 @@
 import click
 
+from ...analysis.collectives import GROUP_KEYS
 from ...report import collectives_report
 from . import (
     emit,
@@ -12,13 +13,11 @@ from . import (
     with_file,
 )
 
-BY_CHOICES = ("kind", "computation", "op_name", "source")
-
 
 @click.command("count-collectives")
 @input_files()
 @module_option
-@click.option("--by", type=click.Choice(BY_CHOICES), default="kind", show_default=True,
+@click.option("--by", type=click.Choice(GROUP_KEYS), default="kind", show_default=True,
               help="Group the counts by collective kind, or by kind within each computation, op_name or source.")
 @json_option
 def count_collectives(files, module_regex, by, as_json):

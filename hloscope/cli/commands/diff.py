@@ -3,7 +3,7 @@ import functools
 import click
 
 from ...api.compare import diff as diff_modules
-from ...api.compare import work_out_side
+from ...api.compare import pair_modules, work_out_side
 from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
@@ -11,21 +11,14 @@ from . import emit, json_option, load_inputs, module_option, note, require_sched
 
 
 def _pairs(a_side, b_side):
-    """Modules of A and B to compare: the one of each, or, when a side holds several (two dump
-    directories, multi-module files), those of the same name, in A's order."""
-    if len(a_side) == 1 and len(b_side) == 1:
-        return [(a_side[0], b_side[0])]
-    by_name = {}
-    for x in b_side:
-        by_name.setdefault(x.module.name, x)
-    pairs = [(x, by_name.pop(x.module.name)) for x in a_side if x.module.name in by_name]
-    alone = [x.module.name for x in a_side if x.module.name not in {p[0].module.name for p in pairs}]
-    if alone or by_name:
-        note("compared module by module, by name; only in A: " + (", ".join(alone) or "none")
-             + "; only in B: " + (", ".join(by_name) or "none"))
-    if not pairs:
+    """The inputs' modules to compare (`pair_modules`), saying which are left out."""
+    pairing = pair_modules(a_side, b_side, name=lambda x: x.module.name)
+    if pairing.only_a or pairing.only_b:
+        note("compared module by module, by name; only in A: " + (", ".join(pairing.only_a) or "none")
+             + "; only in B: " + (", ".join(pairing.only_b) or "none"))
+    if not pairing.pairs:
         raise click.UsageError("A and B hold no module of the same name; pick one of each with --module")
-    return pairs
+    return pairing.pairs
 
 
 @click.command()
