@@ -39,21 +39,11 @@ def work_out_side(module: Module, timelines: bool = False) -> None:
         module.role_timelines()
 
 
-def sides(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
-          b_worked_out: Callable[[], bool] | None = None) -> tuple[Side, Side]:
+def sides(a: Module, b: Module, labels: tuple[str, str] = ("", "")) -> tuple[Side, Side]:
     """Both sides; B's in a forked child while this process does A's, where it can fork
     (hloscope.speed.runtime) and B's results are not in the cache already. A child that fails
     (B's text holds an error a read finds) sends nothing, and B's side is then done here,
-    raising what it raises, after A's: the errors come in the order they would without it.
-
-    `b_worked_out`: a child that read B's text works B's side out into the cache meanwhile
-    (`work_out_side`, started by `loading.reading_ahead`, whose block keeps its CPU taken);
-    it waits for that child, after A's side, and B's side is then read from the cache (or,
-    if the child failed, done here, as above)."""
-    if b_worked_out is not None:
-        first = side(a, labels[0])
-        b_worked_out()
-        return first, side(b, labels[1])
+    raising what it raises, after A's: the errors come in the order they would without it."""
     job = None if kept(b) else runtime.FORKING.submit(_side_as_plain, b, labels[1])
     # The two sides keep two CPUs busy: helpers inside either would only compete with them.
     with runtime.taking_cpus(1 if job is not None else 0):
@@ -71,11 +61,21 @@ def sides(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
 
 
 def diff(a: Module, b: Module, labels: tuple[str, str] = ("", ""),
-         names: tuple[str, str] = ("A", "B"), b_worked_out: Callable[[], bool] | None = None) -> DiffResult:
+         names: tuple[str, str] = ("A", "B")) -> DiffResult:
     """B against A: the temp-memory gap in named causes that add up to it
-    (hloscope.analysis.diff). `names`: how its sentence calls the two sides; `b_worked_out`:
-    as `sides` takes it."""
-    return diff_sides(*sides(a, b, labels, b_worked_out), names=names)
+    (hloscope.analysis.diff). `names`: how its sentence calls the two sides."""
+    return diff_sides(*sides(a, b, labels), names=names)
+
+
+def diff_with_b_ahead(a: Module, b: Module, b_worked_out: Callable[[], bool],
+                      labels: tuple[str, str] = ("", "")) -> DiffResult:
+    """`diff`, where a child that read B's text works B's side out into the cache meanwhile
+    (`work_out_side`, started by `loading.reading_ahead`, whose block keeps its CPU taken):
+    it is waited for after A's side, and B's side is then read from the cache (or, if the
+    child failed, done here, raising what it raises after A's)."""
+    first = side(a, labels[0])
+    b_worked_out()
+    return diff_sides(first, side(b, labels[1]))
 
 
 T = TypeVar("T")

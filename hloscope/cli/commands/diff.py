@@ -3,7 +3,7 @@ import functools
 import click
 
 from ...api.compare import diff as diff_modules
-from ...api.compare import pair_modules, work_out_side
+from ...api.compare import diff_with_b_ahead, pair_modules, work_out_side
 from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
@@ -57,7 +57,8 @@ def diff(a, b, module_regex, top, html_out, as_json):
             # What the picture draws of A first, while the child is still at work: the
             # memory model it builds serves A's side of the diff next.
             a_timelines = pairs[0][0].module.role_timelines()
-        results = [diff_modules(x.module, y.module, labels=(x.file, y.file), b_worked_out=b_worked_out)
+        results = [diff_modules(x.module, y.module, labels=(x.file, y.file)) if b_worked_out is None
+                   else diff_with_b_ahead(x.module, y.module, b_worked_out, labels=(x.file, y.file))
                    for x, y in pairs]
     if html_out:
         x, y = pairs[0]
