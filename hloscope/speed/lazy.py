@@ -307,6 +307,9 @@ class Verdict:
             self.job = None
 
     def _first_error(self) -> HloSyntaxError | None:
+        """The first error a read of the unread bodies meets, in text order; None if none.
+        Nothing read is kept: a body that repeats one checked before is checked as its copy,
+        that one read again (`_Checked`) once a repeat shows up."""
         module = self.module
         copies: dict = {}
         first = _first_body(module)
@@ -316,6 +319,8 @@ class Verdict:
             body = comp.body
             text = body.text
             original, keys, names = copies_of(copies, text, comp.alike)
+            if original.__class__ is _Checked:
+                original = original.original()
             if _reads_as_copy(original, comp, names):
                 continue  # it reads as a copy of a body that read without an error
             try:
@@ -325,10 +330,30 @@ class Verdict:
                     check_aliases(module, root, first_body=first)
             except HloSyntaxError as e:
                 return e
-            original = Original.of(comp, instructions, text, body.line, names) if keys else None
+            del instructions, root
+            checked = _Checked(comp, body, names) if keys else None
             for key in keys:
-                copies[key] = original
+                copies[key] = checked
         return None
+
+
+class _Checked:
+    """A body the check read without an error, its instructions not kept (on a module whose
+    bodies do not repeat, keeping them would hold the whole IR): read again, as the original
+    of its copies (hloscope.speed.copies), when a body repeats it."""
+
+    __slots__ = ("body", "computation", "names", "made")
+
+    def __init__(self, computation: LazyComputation, body: BodyText, names: list[str]):
+        self.computation, self.body, self.names = computation, body, names
+        self.made: list = []
+
+    def original(self) -> Original | None:
+        if not self.made:
+            with runtime.no_cyclic_gc():
+                instructions, _ = self.body.read(self.computation, users=False)  # read before: no error
+            self.made.append(Original.of(self.computation, instructions, self.body.text, self.body.line, self.names))
+        return self.made[0]
 
 
 CHECK_ELSEWHERE_CHARS = 4 << 20
