@@ -53,8 +53,9 @@ drops it from some ops it builds) replays when everything it computes from does.
 next to their backward users, and on the H100 fixture without remat that rule would have
 counted 8.4 MFLOP of forward dots as recomputed.
 
-Trip counts are the call graph's (`CallGraph.callers`, the one place they are decided): a
-loop's `known_trip_count`, else the count `callgraph.trip_count` infers from its counter.
+Trip counts and how often each computation runs are the call graph's (`CallGraph.runs`,
+the one run counter, shared with count-collectives): a loop's `known_trip_count`, else the
+count `callgraph.trip_count` infers from its counter.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from ..ir.opcodes import COLLECTIVE_KINDS, spellings
 from ..ir.opcodes import info as opinfo
 from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
 from ..ir.structure import structure
-from .callgraph import CallGraph, scheduled_computations, trip_count
+from .callgraph import CallGraph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Facts
 
@@ -1062,46 +1063,6 @@ class _Coster:
         return self.instruction(inst)
 
 
-class _Runs:
-    """How often each computation runs per step, from the call graph's calls: each loop × its
-    trip count (1 when unknown, which is remembered)."""
-
-    def __init__(self, module: Module, graph: CallGraph):
-        self.module = module
-        self.graph = graph
-        self._runs: dict[str, int] = {}
-        self.unknown = False
-
-    def trips(self, loop: Instruction, body: str) -> int | None:
-        """The trip count the call graph knows for `loop` (the times it runs `body`)."""
-        for inst, times in self.graph.callers(body):
-            if inst is loop:
-                return times
-        return trip_count(loop)
-
-    def of(self, comp: Computation, stack: tuple[str, ...] = ()) -> int:
-        name = comp.text_name
-        if name in self._runs:
-            return self._runs[name]
-        entry = self.module.entry
-        if entry is not None and comp is entry:
-            total = 1
-        elif name in stack:
-            return 0
-        else:
-            total = 0
-            for inst, times in self.graph.callers(name):
-                caller = inst.computation
-                if caller is None:
-                    continue
-                r = self.of(caller, stack + (name,))
-                if r and times is None:
-                    self.unknown = True
-                total += r * (1 if times is None else times)
-        self._runs[name] = total
-        return total
-
-
 def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
                  recomputing_only: bool = False, facts: Facts = PLAIN) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
@@ -1110,7 +1071,15 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
     metadata is then read for hundreds of instructions, not tens of thousands."""
     graph = CallGraph(module, facts=facts)
-    runs = _Runs(module, graph)
+    unknown = False
+
+    def runs(comp: Computation) -> int:
+        """How often `comp` runs per step, a loop of unknown trip count counted once."""
+        nonlocal unknown
+        count = graph.runs(comp)
+        unknown = unknown or not count.known
+        return count.times
+
     if collectives is None:
         collectives = analyze_collectives(module, facts)
     collective_bytes: dict[tuple[str, str], int] = {}
@@ -1119,7 +1088,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     for c in collectives.collectives:
         collective_bytes[(c.computation, c.instruction)] = c.bytes
         comp = module.computation(c.computation)
-        n = runs.of(comp) if comp is not None else 0
+        n = runs(comp) if comp is not None else 0
         by_kind[c.kind] += c.bytes * n
         factor = _WIRE.get(c.kind)
         size = c.group_size
@@ -1131,13 +1100,12 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     total = ZERO
     loops: list[LoopCost] = []
     for comp in scheduled_computations(module):
-        n = runs.of(comp)
+        n = runs(comp)
         replays = _replays(comp)
         for inst in comp.instructions:
             if opinfo(inst.opcode).is_loop:
-                body_names = inst.attributes.decoded("body") or ()
-                trips = runs.trips(inst, body_names[0]) if body_names else None
-                loops.append(LoopCost(inst.name, comp.name, trips, n, coster.instruction(inst).flops))
+                loops.append(LoopCost(inst.name, comp.name, graph.trip_count(inst), n,
+                                      coster.instruction(inst).flops))
             cost = coster.own(inst)
             if replays.get(id(inst)) and not inst.op_name:
                 cost = cost.recomputed()
@@ -1163,7 +1131,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         flops_xla_convention=xla.flops - xla.opaque,
         transcendentals_xla_convention=xla.transcendentals,
         bytes_accessed_xla_convention=xla.bytes,
-        unknown_trip_count=runs.unknown,
+        unknown_trip_count=unknown,
         opaque=total.opaque,
         loops=tuple(loops),
         instructions=tuple(units),
