@@ -401,6 +401,9 @@ OPS = {
   a = f32[1024]{0} parameter(0)
   b = f32[256,4]{1,0} parameter(1)
   ROOT r = (f32[1024]{0}, f32[256,4]{1,0}) all-reduce(a, b), replica_groups={{0,1}}, to_apply=add""",
+    "count_leading_zeros": """
+  a = s32[1024]{0} parameter(0)
+  ROOT c = s32[1024]{0} count-leading-zeros(a)""",
     "custom_call": """
   a = f32[1024]{0} parameter(0)
   c = f32[1024]{0} custom-call(a), custom_call_target="foo"

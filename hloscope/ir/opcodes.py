@@ -141,7 +141,7 @@ def _op(name, **kw) -> OpInfo:
 
 _PLAIN = """
 abs add after-all and atan2 batch-norm-grad batch-norm-inference batch-norm-training
-bitcast-convert broadcast cbrt ceil cholesky clamp clz compare complex concatenate constant
+bitcast-convert broadcast cbrt ceil cholesky clamp count-leading-zeros compare complex concatenate constant
 convert convolution copy cosine divide dot dynamic-reshape dynamic-slice dynamic-update-slice
 erf exponential exponential-minus-one fft floor gather get-dimension-size imag infeed iota
 is-finite log log-plus-one logistic maximum minimum multiply negate not or outfeed pad
@@ -154,7 +154,7 @@ fusion reduce reduce-window map sort select-and-scatter custom-call
 """.split()
 
 _ELEMENTWISE = """
-abs add and atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cosine divide
+abs add and atan2 bitcast-convert cbrt ceil clamp count-leading-zeros compare complex convert copy cosine divide
 erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum
 minimum multiply negate not or popcnt power real reduce-precision remainder round-nearest-afz
 round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign
@@ -239,12 +239,12 @@ for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
 # XLA's HLO_OPCODE_LIST arities (xla/hlo/ir/hlo_opcode.h) of the table's fixed-arity opcodes.
 _ARITIES = {
     0: "constant iota parameter partition-id replica-id rng-get-and-update-state",
-    1: """abs bitcast bitcast-convert broadcast cbrt ceil cholesky clz convert copy copy-done copy-start cosine
-          domain erf exponential exponential-minus-one fft floor get-dimension-size get-tuple-element imag infeed
-          is-finite log log-plus-one logistic negate not opt-barrier popcnt real reduce-precision reshape reverse
-          rng-bit-generator round-nearest-afz round-nearest-even rsqrt sign sine slice sqrt tan tanh topk
-          transpose while all-gather-done all-reduce-done async-done collective-permute-done recv recv-done
-          send-done""",
+    1: """abs bitcast bitcast-convert broadcast cbrt ceil cholesky count-leading-zeros convert copy copy-done
+          copy-start cosine domain erf exponential exponential-minus-one fft floor get-dimension-size
+          get-tuple-element imag infeed is-finite log log-plus-one logistic negate not opt-barrier popcnt real
+          reduce-precision reshape reverse rng-bit-generator round-nearest-afz round-nearest-even rsqrt sign sine
+          slice sqrt tan tanh topk transpose while all-gather-done all-reduce-done async-done
+          collective-permute-done recv recv-done send-done""",
     2: """add add-dependency and atan2 compare complex divide dot gather maximum minimum multiply or outfeed pad
           power remainder send set-dimension-size shift-left shift-right-arithmetic shift-right-logical
           stochastic-convert subtract triangular-solve xor""",
