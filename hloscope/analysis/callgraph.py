@@ -107,7 +107,6 @@ def _solve(direction: str, p: int, q: int) -> int | None:
 
 
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
-_PASS_THROUGH = frozenset({"copy", "bitcast", "reshape", "convert", "broadcast"})
 
 
 class _NotScalar(Exception):
@@ -228,7 +227,7 @@ def _scalar(inst: Instruction, frame: _Frame):
                 return _Linear(1, 0)
             raise _NotScalar
         return _element(source, index, frame)
-    if op in _PASS_THROUGH:
+    if opinfo(op).keeps_elements:  # a scalar's one element
         if op == "convert" and shape.element_type not in _INT_BITS:
             raise _NotScalar
         return _scalar(inst.operands[0], frame)

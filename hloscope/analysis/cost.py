@@ -68,7 +68,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..ir.module import Computation, Instruction, Module
-from ..ir.opcodes import COLLECTIVE_KINDS, spellings
+from ..ir.opcodes import COLLECTIVE_KINDS, all_known, spellings
 from ..ir.opcodes import info as opinfo
 from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
 from ..ir.structure import structure
@@ -307,19 +307,6 @@ class CostResult:
 
 # ─── XLA's rules, per opcode ──────────────────────────────────────────────────────────
 
-# HloCostAnalysis::HandleElementwiseOp: these count as transcendentals, not flops.
-_TRANSCENDENTAL = frozenset({
-    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine",
-    "exponential-minus-one", "log-plus-one", "atan2", "tan",
-})
-# The opcode table's elementwise ops are XLA's elementwise handlers, but for copy, which
-# HloCostAnalysis::HandleCopy prices at nothing.
-_ELEMENTWISE = spellings(elementwise=True) - {"copy"}
-# Ops that forward a pointer or only order others: no bytes touched (HandleParameter,
-# HandleConstant, HandleGetTupleElement, HandleBitcast, HandleDomain, HandleAfterAll,
-# HandleAddDependency).
-_NO_BYTES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all",
-                       "add-dependency"})
 _FMA_FLOPS = 2
 
 # What each device sends per result byte under ring algorithms, as a function of the group
@@ -528,7 +515,7 @@ def _cholesky(inst: Instruction, _: _Coster) -> Counts:
 
 def _elementwise(inst: Instruction, _: _Coster) -> Counts:
     n = _elements(inst.shape)
-    if inst.opcode in _TRANSCENDENTAL:
+    if opinfo(inst.opcode).cost_per_element == "transcendental":
         return Counts(transcendentals=n, bytes=_default_bytes(inst))
     return Counts(flops=n, bytes=_default_bytes(inst))
 
@@ -781,8 +768,8 @@ _RULES: dict[str, Callable[[Instruction, _Coster], Counts]] = {
     "scan": _scan,
     "while": _while,
     "conditional": _conditional,
-    **{op: _elementwise for op in _ELEMENTWISE},
-    **{op: _no_bytes for op in _NO_BYTES},
+    **{op: _elementwise for op in all_known() if opinfo(op).cost_per_element is not None},
+    **{op: _no_bytes for op in spellings(costs_nothing=True)},
 }
 """XLA's handler for each opcode; any other op costs no flops and its operands and result in
 bytes (HloCostAnalysis::Preprocess)."""
@@ -920,12 +907,6 @@ def recomputes(inst: Instruction) -> bool:
     return bool(op_name and _REMAT_SEGMENT in op_name.split("/"))
 
 
-# Ops whose cost is their callees': whether they recompute is judged there, instruction by
-# instruction (a callee's instruction without metadata takes its caller's verdict).
-_JUDGED_INSIDE = frozenset({"fusion", "call", "async-start", "while", "conditional", "reduce", "map", "reduce-window",
-                            "select-and-scatter", "scatter"})
-
-
 def _replays(comp: Computation) -> dict[int, bool | None]:
     """Per instruction (by id): whether it recomputes forward ops, None when nothing says.
 
@@ -1048,7 +1029,9 @@ class _Coster:
             cost = _sugar(inst, self)
         else:
             cost = Counts(bytes=_default_bytes(inst), collective_bytes=self.collective(inst))
-        if cost[0] and inst.opcode not in _JUDGED_INSIDE and self.marked(inst):
+        # An op priced by its callees is judged there, instruction by instruction (a callee's
+        # instruction without metadata takes its caller's verdict).
+        if cost[0] and not opinfo(inst.opcode).priced_by_callees and self.marked(inst):
             cost = cost.recomputed()
         if memo:
             self._instructions[id(inst)] = cost
