@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.speed.lazy import read_all
-from hloscope.analysis.cost import TARGETS, analyze_cost, roofline
+from hloscope.analysis.cost import analyze_cost
+from hloscope.analysis.hardware import TARGETS
+from hloscope.analysis.roofline import roofline
 from hloscope.ir import opcodes
 from hloscope.ir.opcodes import COLLECTIVE_KINDS
+from hloscope.speed.lazy import read_all
 
 from .conftest import FIXTURES, ROOT, needs_xla
 
