@@ -315,6 +315,25 @@ def test_dangling_to_apply_and_calls(tmp_path):
 def test_a_reference_in_a_comment_or_a_string_is_no_reference():
     text = module("  // calls=%nowhere\n  ROOT r = f32[8] negate(p), metadata={op_name=\"x, to_apply=nowhere\"}")
     assert hloscope.parse(text).entry.root.name == "r"
+    spanning = module("  ROOT r = f32[8] negate(p) /* a comment over two lines,\n  to_apply=%nowhere */")
+    assert xla_place(spanning) is None
+    assert hloscope.parse(spanning).entry.root.name == "r"
+
+
+@pytest.mark.parametrize("opening, closing", [
+    ('metadata={op_name="a/*b"}', ""),
+    ('metadata={op_name="a/*b"}', ', metadata={op_name="c*/d"}'),
+    ("// a /* in a line comment", ', metadata={op_name="c*/d"}'),
+], ids=["string, left open", "string, closed in a later string", "line comment"])
+def test_a_comment_opened_in_a_string_hides_no_reference(opening, closing, tmp_path):
+    """A `/*` inside a quoted string or a `//` comment opens no comment (XLA's lexer takes
+    those whole): the undefined `to_apply=%nowhere` after it is refused where XLA refuses it."""
+    text = module(f"  q = f32[8] negate(p), {opening}\n  r = f32[8] call(q), to_apply=%nowhere\n"
+                  f"  ROOT s = f32[8] negate(r){closing}")
+    if opening.startswith("//"):
+        text = text.replace(", //", " //")
+    e = rejected(text, tmp_path, "computation 'nowhere' is not defined", where(text, "%nowhere"))
+    assert xla_place(text) == (e.line, e.column)
 
 
 def test_undefined_operand_after_an_index_comment(tmp_path):

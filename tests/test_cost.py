@@ -18,9 +18,12 @@ from pathlib import Path
 import pytest
 
 import hloscope
-from hloscope.speed.lazy import read_all
-from hloscope.analysis.cost import TARGETS, analyze_cost, roofline
+from hloscope.analysis.cost import analyze_cost
+from hloscope.analysis.hardware import TARGETS
+from hloscope.analysis.roofline import roofline
+from hloscope.ir import opcodes
 from hloscope.ir.opcodes import COLLECTIVE_KINDS
+from hloscope.speed.lazy import read_all
 
 from .conftest import FIXTURES, ROOT, needs_xla
 
@@ -401,6 +404,9 @@ OPS = {
   a = f32[1024]{0} parameter(0)
   b = f32[256,4]{1,0} parameter(1)
   ROOT r = (f32[1024]{0}, f32[256,4]{1,0}) all-reduce(a, b), replica_groups={{0,1}}, to_apply=add""",
+    "count_leading_zeros": """
+  a = s32[1024]{0} parameter(0)
+  ROOT c = s32[1024]{0} count-leading-zeros(a)""",
     "custom_call": """
   a = f32[1024]{0} parameter(0)
   c = f32[1024]{0} custom-call(a), custom_call_target="foo"
@@ -463,6 +469,67 @@ def test_each_op_as_xla_counts_it(name):
     assert cost.transcendentals_xla_convention == xla.get("transcendentals", 0.0)
     # XLA counts a custom-call's bytes as -1 (unknown); hloscope as none.
     assert cost.bytes_accessed_xla_convention - cost.opaque == xla.get("bytes accessed", 0.0)
+
+
+_F, _S, _P, _C, _U = "f32[8]{0}", "s32[8]{0}", "pred[8]{0}", "c64[8]{0}", "u32[8]{0}"
+_SIGNATURES = {  # opcode: (operand shapes, result shape, attributes); else f32 in and out
+    "count-leading-zeros": ([_S], _S, ""), "popcnt": ([_S], _S, ""), "not": ([_S], _S, ""),
+    **{op: ([_S, _S], _S, "") for op in ("and", "or", "xor", "shift-left", "shift-right-arithmetic",
+                                         "shift-right-logical")},
+    "is-finite": ([_F], _P, ""), "compare": ([_F, _F], _P, ", direction=LT"),
+    "convert": ([_F], _S, ""), "bitcast-convert": ([_F], _S, ""),
+    "complex": ([_F, _F], _C, ""), "real": ([_C], _F, ""), "imag": ([_C], _F, ""),
+    "reduce-precision": ([_F], _F, ", exponent_bits=5, mantissa_bits=10"),
+    "select": ([_P, _F, _F], _F, ""), "stochastic-convert": ([_F, _U], _S, ""),
+}
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("opcode", sorted(opcodes.spellings(elementwise=True)))
+def test_the_tables_cost_per_element_is_xlas(opcode):
+    """Each elementwise op of the opcode table, alone on 8 elements: XLA's HloCostAnalysis
+    counts a flop per element, or a transcendental, or (copy) neither, as the table says."""
+    operands, result, attributes = _SIGNATURES.get(opcode, ([_F] * (opcodes.info(opcode).arity or 1), _F, ""))
+    params = "".join(f"  p{i} = {shape} parameter({i})\n" for i, shape in enumerate(operands))
+    names = ", ".join(f"p{i}" for i in range(len(operands)))
+    text = f"HloModule m\n\nENTRY e {{\n{params}  ROOT r = {result} {opcode}({names}){attributes}\n}}\n"
+    xla = _xla_hlo_cost(text)
+    per_element = opcodes.info(opcode).cost_per_element
+    assert (xla.get("flops", 0.0), xla.get("transcendentals", 0.0)) == (
+        8 if per_element == "flop" else 0, 8 if per_element == "transcendental" else 0)
+    cost = analyze_cost(hloscope.parse(text))
+    assert (cost.flops, cost.transcendentals, cost.bytes_accessed) == (
+        xla.get("flops", 0.0), xla.get("transcendentals", 0.0), xla.get("bytes accessed", 0.0))
+
+
+_COSTS_NOTHING = {  # each op as the root of an entry; opt-barrier and copy, which cost bytes, for contrast
+    "parameter": "  ROOT p0 = f32[8]{0} parameter(0)",
+    "constant": "  p0 = f32[8]{0} parameter(0)\n  ROOT r = f32[8]{0} constant({1,2,3,4,5,6,7,8})",
+    "get-tuple-element": "  p0 = (f32[8]{0}, f32[8]{0}) parameter(0)\n"
+                         "  ROOT r = f32[8]{0} get-tuple-element(p0), index=1",
+    "bitcast": "  p0 = f32[8]{0} parameter(0)\n  ROOT r = f32[2,4]{1,0} bitcast(p0)",
+    "after-all": "  p0 = token[] parameter(0)\n  ROOT r = token[] after-all(p0, p0)",
+    "add-dependency": "  p0 = f32[8]{0} parameter(0)\n  t = token[] after-all()\n"
+                      "  ROOT r = f32[8]{0} add-dependency(p0, t)",
+    "domain": '  p0 = f32[8]{0} parameter(0)\n  ROOT r = f32[8]{0} domain(p0), domain={kind="sharding", '
+              'entry={maximal device=0}, exit={maximal device=1}}',
+    "opt-barrier": "  p0 = f32[8]{0} parameter(0)\n  ROOT r = f32[8]{0} opt-barrier(p0)",
+    "copy": "  p0 = f32[8]{0} parameter(0)\n  ROOT r = f32[8]{0} copy(p0)",
+}
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("opcode", sorted(_COSTS_NOTHING))
+def test_the_tables_ops_that_cost_nothing_are_xlas(opcode):
+    """XLA's HloCostAnalysis counts neither flops nor bytes for exactly the ops the table
+    marks `costs_nothing` (every one of them is here)."""
+    assert opcodes.spellings(costs_nothing=True) <= set(_COSTS_NOTHING)
+    text = f"HloModule m\n\nENTRY e {{\n{_COSTS_NOTHING[opcode]}\n}}\n"
+    xla = _xla_hlo_cost(text)
+    nothing = xla.get("flops", 0.0) == 0 and xla.get("bytes accessed", 0.0) == 0
+    assert nothing == opcodes.info(opcode).costs_nothing
+    cost = analyze_cost(hloscope.parse(text))
+    assert (cost.flops, cost.bytes_accessed) == (xla.get("flops", 0.0), xla.get("bytes accessed", 0.0))
 
 
 # ─── recomputation ────────────────────────────────────────────────────────────────────

@@ -14,6 +14,7 @@ _SPELLING_EXCEPTIONS = {
     "kSin": "sine",
     "kCos": "cosine",
     "kExp": "exponential",
+    "kClz": "count-leading-zeros",
 }
 
 

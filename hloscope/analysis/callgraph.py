@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import info as opinfo
@@ -35,14 +35,14 @@ def loop_parts(inst: Instruction) -> tuple[Computation | None, Computation | Non
 # ─── trip counts ─────────────────────────────────────────────────────────────────────
 
 
-def trip_count(loop: Instruction, callers: Callable[[str], list] | None = None) -> int | None:
+def trip_count(loop: Instruction, callers: Callable[[Computation], list] | None = None) -> int | None:
     """How many times a while loop runs its body: the `known_trip_count` XLA recorded in its
     backend_config, else what `inferred_trip_count` finds; None when neither says."""
     known = loop.known_trip_count
     return known if known is not None else inferred_trip_count(loop, callers)
 
 
-def inferred_trip_count(loop: Instruction, callers: Callable[[str], list] | None = None) -> int | None:
+def inferred_trip_count(loop: Instruction, callers: Callable[[Computation], list] | None = None) -> int | None:
     """A while loop's trip count found the way XLA's while-loop analysis finds it
     (ComputeWhileLoopTripCount): the condition reads one element of the loop state (the
     counter, element K); the body's root is a tuple whose element K is the counter plus a
@@ -50,7 +50,7 @@ def inferred_trip_count(loop: Instruction, callers: Callable[[str], list] | None
     with a constant (LT, LE, GT, GE, NE or EQ, either side). Copies, converts, bitcasts and
     the fusions or calls XLA wraps the compare or the add in are looked through, and so is
     the `call` XLA's CPU backend outlines a loop into (the init then comes from the caller:
-    `callers(computation text name)` gives the instructions calling a computation). The count
+    `callers(computation)` gives the instructions calling a computation). The count
     is then solved in closed form rather than by XLA's brute-force run of at most 128 steps,
     which gives the same answer wherever that run ends. None when the loop is not of this
     form, never ends, or its counter would overflow its type."""
@@ -107,7 +107,6 @@ def _solve(direction: str, p: int, q: int) -> int | None:
 
 
 _INT_BITS = {"s8": 8, "s16": 16, "s32": 32, "s64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
-_PASS_THROUGH = frozenset({"copy", "bitcast", "reshape", "convert", "broadcast"})
 
 
 class _NotScalar(Exception):
@@ -152,7 +151,7 @@ def _argument(param: Instruction, frame: _Frame) -> Instruction:
     comp = param.computation
     if frame.callers is None or comp is None:
         raise _NotScalar
-    calls = frame.callers(comp.text_name)
+    calls = frame.callers(comp)
     if len(calls) != 1 or calls[0].opcode != "call":
         raise _NotScalar
     return calls[0].operands[param.parameter_number or 0]
@@ -228,7 +227,7 @@ def _scalar(inst: Instruction, frame: _Frame):
                 return _Linear(1, 0)
             raise _NotScalar
         return _element(source, index, frame)
-    if op in _PASS_THROUGH:
+    if opinfo(op).keeps_elements:  # a scalar's one element
         if op == "convert" and shape.element_type not in _INT_BITS:
             raise _NotScalar
         return _scalar(inst.operands[0], frame)
@@ -330,19 +329,41 @@ def callees_first(module: Module) -> list[Computation]:
     return order
 
 
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """How often a computation runs per run of the entry computation."""
+
+    times: int
+    """Each call's runs summed, a loop's body × its trip count (a loop whose trip count is
+    unknown counted as one trip)."""
+    known: bool
+    """No loop of unknown trip count is on any call path to it: `times` is exact."""
+
+    @property
+    def exact(self) -> int | None:
+        """`times`, or None when it is not known."""
+        return self.times if self.known else None
+
+
+NEVER = Runs(0, True)
+
+
 class CallGraph:
     """Every call of a module, of every kind, and how often each computation runs per run of
-    the entry; None = unknown (a loop on the way whose `trip_count` is unknown).
+    the entry (`runs`: the one run counter, which counting collectives and cost share).
 
-    Keyed by computation names as the text's attributes write them. `reads(comp)` False says
-    a computation's calls need not be known (its body is then not walked): counting
-    collectives skips bodies that call nothing a collective can be in. None walks all."""
+    Keyed by Computation objects, never by names: XLA renames a computation whose name
+    repeats (`%f.0` after `%f` becomes `f.1`), and the text's attributes still call it by the
+    written name. `reads(comp)` False says a computation's calls need not be known (its body
+    is then not walked): counting collectives skips bodies that call nothing a collective can
+    be in. None walks all."""
 
     def __init__(self, module: Module, reads: Callable[[Computation], bool] | None = None,
                  facts: Facts = PLAIN):
         self.module = module
-        # callee name → [(calling instruction, times the instruction runs the callee)]
-        self._callers: dict[str, list[tuple[Any, int | None]]] = defaultdict(list)
+        # callee → [(calling instruction, times one run of the instruction runs the callee)]
+        self._callers: dict[Computation, list[tuple[Instruction, int | None]]] = defaultdict(list)
+        self._trips: dict[Instruction, int | None] = {}
         loops: list[Instruction] = []
         calls_nothing: dict[int, bool] = {}  # by `Facts.same_as`: alike ones call alike
         for comp in module.computations:
@@ -363,95 +384,109 @@ class CallGraph:
                 if opinfo(inst.opcode).is_loop:
                     loops.append(inst)
                 for name in dict.fromkeys(names):
-                    self._callers[name].append((inst, 1))
+                    callee = module.callee(name)
+                    if callee is not None:
+                        self._callers[callee].append((inst, 1))
         # A loop runs its body once per trip and its condition once more; every other callee
         # runs once per call. Found once every call is known: a loop's init can come from
         # the call its computation was outlined into.
-        calling = lambda name: [inst for inst, _ in self._callers.get(name, ())]
         for loop in loops:
-            trips = trip_count(loop, calling)
-            per_call: dict[str, int | None] = {}
-            for n in loop.attributes.decoded("body") or ():
-                per_call[n] = trips
-            for n in loop.attributes.decoded("condition") or ():
-                per_call[n] = None if trips is None else trips + 1
-            for name, times in per_call.items():
-                self._callers[name] = [(inst, times if inst is loop else t) for inst, t in self._callers[name]]
-        self._runs: dict[str, int | None] = {}
-        self._loops: dict[str, tuple[str, ...]] = {}
-        self._reachable: dict[str, bool] = {}
-        self._async: dict[str, bool] = {}
+            trips = self._trips[loop] = trip_count(loop, self.calling)
+            per_call: dict[Computation, int | None] = {}
+            for key, extra in (("body", 0), ("condition", 1)):
+                for name in loop.attributes.decoded(key) or ():
+                    callee = module.callee(name)
+                    if callee is not None:
+                        per_call[callee] = None if trips is None else trips + extra
+            for callee, times in per_call.items():
+                self._callers[callee] = [(inst, times if inst is loop else t) for inst, t in self._callers[callee]]
+        self._runs: dict[Computation, Runs] = {}
+        self._loops: dict[Computation, tuple[str, ...]] = {}
+        self._reachable: dict[Computation, bool] = {}
+        self._async: dict[Computation, bool] = {}
 
-    def callers(self, comp_name: str) -> list[tuple[Instruction, int | None]]:
-        """(calling instruction, times one run of it runs `comp_name`) for every call."""
-        return self._callers.get(comp_name, [])
+    def callers(self, comp: Computation) -> list[tuple[Instruction, int | None]]:
+        """(calling instruction, times one run of it runs `comp`) for every call."""
+        return self._callers.get(comp, [])
 
-    def runs(self, comp_name: str, _stack: tuple[str, ...] = ()) -> int | None:
-        if comp_name in self._runs:
-            return self._runs[comp_name]
-        entry = self.module.entry
-        if entry is not None and comp_name == entry.name:
-            total: int | None = 1
-        elif comp_name in _stack:  # recursion does not occur in valid HLO; do not loop forever
-            return None
+    def calling(self, comp: Computation) -> list[Instruction]:
+        """The instructions that call `comp`."""
+        return [inst for inst, _ in self._callers.get(comp, ())]
+
+    def trip_count(self, loop: Instruction) -> int | None:
+        """How many times `loop` runs its body (`trip_count`, its init followed into callers)."""
+        if loop in self._trips:
+            return self._trips[loop]
+        return trip_count(loop, self.calling)
+
+    def runs(self, comp: Computation, _stack: frozenset = frozenset()) -> Runs:
+        """How often `comp` runs per run of the entry: the sum over its calls of how often
+        the calling computation runs × how often the call runs it; 0 when unreached."""
+        found = self._runs.get(comp)
+        if found is not None:
+            return found
+        if comp is self.module.entry:
+            found = Runs(1, True)
+        elif comp in _stack:  # recursion, which valid HLO never has: do not loop forever
+            return NEVER
         else:
-            total = 0
-            for inst, times in self._callers.get(comp_name, ()):
-                caller = inst.computation.name
-                r = self.runs(caller, _stack + (comp_name,))
-                if r == 0 and total is not None:
+            times, known = 0, True
+            for inst, per_run in self._callers.get(comp, ()):
+                caller = inst.computation
+                if caller is None:
                     continue
-                if r is None or times is None or total is None:
-                    total = None
-                else:
-                    total += r * times
-        self._runs[comp_name] = total
-        return total
+                r = self.runs(caller, _stack | {comp})
+                known = known and r.known and (per_run is not None or not r.times)
+                times += r.times * (1 if per_run is None else per_run)
+            found = Runs(times, known)
+        self._runs[comp] = found
+        return found
 
-    def reachable(self, comp_name: str, _stack: tuple[str, ...] = ()) -> bool:
-        """Some chain of calls from the entry reaches `comp_name`."""
-        if comp_name in self._reachable:
-            return self._reachable[comp_name]
-        entry = self.module.entry
-        if entry is not None and comp_name == entry.name:
+    def reachable(self, comp: Computation, _stack: frozenset = frozenset()) -> bool:
+        """Some chain of calls from the entry reaches `comp`."""
+        if comp in self._reachable:
+            return self._reachable[comp]
+        if comp is self.module.entry:
             ok = True
-        elif comp_name in _stack:
+        elif comp in _stack:
             return False
         else:
-            ok = any(self.reachable(inst.computation.name, _stack + (comp_name,))
-                     for inst, _ in self._callers.get(comp_name, ()))
-        self._reachable[comp_name] = ok
+            ok = any(inst.computation is not None and self.reachable(inst.computation, _stack | {comp})
+                     for inst, _ in self._callers.get(comp, ()))
+        self._reachable[comp] = ok
         return ok
 
-    def loops(self, comp_name: str, _stack: tuple[str, ...] = ()) -> tuple[str, ...]:
+    def loops(self, comp: Computation, _stack: frozenset = frozenset()) -> tuple[str, ...]:
         """Loop instructions on any call path from the entry, outermost first."""
-        if comp_name in self._loops:
-            return self._loops[comp_name]
-        if comp_name in _stack:
+        if comp in self._loops:
+            return self._loops[comp]
+        if comp in _stack:
             return ()
         out: dict[str, None] = {}
-        for inst, _ in self._callers.get(comp_name, ()):
-            for name in self.loops(inst.computation.name, _stack + (comp_name,)):
-                out[name] = None
+        for inst, _ in self._callers.get(comp, ()):
+            if inst.computation is not None:
+                for name in self.loops(inst.computation, _stack | {comp}):
+                    out[name] = None
             if opinfo(inst.opcode).is_loop:
                 out[inst.name] = None
-        self._loops[comp_name] = tuple(out)
-        return self._loops[comp_name]
+        self._loops[comp] = tuple(out)
+        return self._loops[comp]
 
-    def async_callers(self, comp_name: str) -> list[Instruction]:
-        """The async starts that call `comp_name`: it runs inside their async wrapper
+    def async_callers(self, comp: Computation) -> list[Instruction]:
+        """The async starts that call `comp`: it runs inside their async wrapper
         (printing sugar with its callee printed included)."""
-        return [inst for inst, _ in self._callers.get(comp_name, ()) if inst.info.async_role == "start"]
+        return [inst for inst, _ in self._callers.get(comp, ()) if inst.info.async_role == "start"]
 
-    def runs_asynchronously(self, comp_name: str, _stack: tuple[str, ...] = ()) -> bool:
-        """An async start calls `comp_name`, or a computation that runs asynchronously does
+    def runs_asynchronously(self, comp: Computation, _stack: frozenset = frozenset()) -> bool:
+        """An async start calls `comp`, or a computation that runs asynchronously does
         (a fusion in the computation an `async-start` wraps: `fusion-start` printed as such)."""
-        if comp_name in self._async:
-            return self._async[comp_name]
-        if comp_name in _stack:
+        if comp in self._async:
+            return self._async[comp]
+        if comp in _stack:
             return False
         found = any(inst.info.async_role == "start"
-                    or self.runs_asynchronously(inst.computation.name, _stack + (comp_name,))
-                    for inst, _ in self._callers.get(comp_name, ()))
-        self._async[comp_name] = found
+                    or (inst.computation is not None
+                        and self.runs_asynchronously(inst.computation, _stack | {comp}))
+                    for inst, _ in self._callers.get(comp, ()))
+        self._async[comp] = found
         return found

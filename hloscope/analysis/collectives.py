@@ -185,9 +185,6 @@ class CollectivesResult(Encoded):
 KNOWN_KINDS = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS
 
 
-# ─── call graph: how often each computation runs ──────────────────────────────────────
-
-
 # ─── the analysis ─────────────────────────────────────────────────────────────────────
 
 
@@ -254,7 +251,7 @@ def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
 def analyze_collectives(module, facts: Facts = PLAIN) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
     # Bodies that certainly call nothing a collective could be in are not walked.
-    runs = CallGraph(module, reads=lambda comp: _may_call_into_collective(comp, facts), facts=facts)
+    graph = CallGraph(module, reads=lambda comp: _may_call_into_collective(comp, facts), facts=facts)
     found: list[Collective] = []
     holds: dict[int, bool] = {}  # by original
     for comp in module.computations:
@@ -262,12 +259,12 @@ def analyze_collectives(module, facts: Facts = PLAIN) -> CollectivesResult:
             continue  # an unread body that certainly holds none
         # Inside an async-start's wrapped computation: asynchronous. If the start is itself
         # a counted collective (sugar printed with its callee), the callee's op is not recounted.
-        starts = runs.async_callers(comp.name)
-        in_async = bool(starts) or runs.runs_asynchronously(comp.name)
+        starts = graph.async_callers(comp)
+        in_async = bool(starts) or graph.runs_asynchronously(comp)
         counted_by_start = any(s.info.collective for s in starts)
-        comp_runs = runs.runs(comp.name)
-        reachable = runs.reachable(comp.name)
-        loops = runs.loops(comp.name)
+        comp_runs = graph.runs(comp).exact
+        reachable = graph.reachable(comp)
+        loops = graph.loops(comp)
         for inst in comp.instructions:
             op = inst.info
             kind = op.collective

@@ -1,80 +1,29 @@
-"""What a step costs: FLOPs, transcendentals, bytes accessed and collective traffic, per
-instruction and per module, and which of it recomputes the forward pass.
+"""What one step of a module costs: FLOPs, transcendentals, bytes accessed and collective
+bytes, per instruction and in total, each instruction × how often it runs, and which of it
+recomputes the forward pass.
 
-Counted the way XLA's HloCostAnalysis counts them (xla/service/hlo_cost_analysis.cc), so that
-the figures can be checked against `compiled.cost_analysis()`:
-
-- a dot: 2 × (elements of the result) × (product of the lhs contracting dimensions), batch
-  dimensions once (they are in the result); a convolution: 2 × input features / feature groups
-  × output features × batch / batch groups × the valid kernel positions of every spatial
-  dimension (GetConvolutionFlops, its shortcuts included);
-- an elementwise op: one flop per result element, or one transcendental for exp, log, tanh,
-  logistic, sqrt, rsqrt, cbrt, power, erf, sin, cos, tan, atan2, expm1, log1p (XLA keeps those
-  apart); copy, broadcast, transpose, slices, concatenate, pad, gather and the other data
-  movements: none;
-- reduce: the reducer's cost × (input elements − result elements); reduce-window,
-  select-and-scatter, map and scatter apply their callee as many times as XLA says; sort:
-  n·⌈log2 n⌉; all-reduce: one flop per result element; the other collectives: none;
-- a fusion: the sum of its fused instructions (a custom fusion holding a gather or scatter: that
-  op alone); call, while, conditional and async-start: their callees';
-- bytes accessed: each operand at its top-level size (a tuple operand is its pointer table) and
-  the result's array leaves, with XLA's exceptions (parameters, constants, get-tuple-element and bitcasts touch nothing;
-  slices read what they write; a dynamic-update-slice writes its update; a fusion counts at its
-  boundary: each fused parameter as its users inside read it, a dynamic-update-slice root as its
-  update, and constants of more than one element);
-- a custom-call is opaque: XLA marks it -1 (unknown); here it costs nothing and is counted in
-  `opaque`, and the figures under XLA's convention subtract one per call as XLA's sum does;
-- `scan` (an op newer than JAX's lowering, which emits while loops): its callee once per step;
-  XLA's HloCostAnalysis prices it by another rule, not reproduced here.
-
-XLA sums in float32: on the fixtures its totals differ from these exact ones by a few parts
-in 10⁷.
-
-Two totals, because XLA's HloCostAnalysis::HandleWhile prices a loop as ONE trip of its body
-and condition (jax-ml/jax#18672): `flops` (and the other plain totals) is what a step runs,
-every instruction × how often it runs (each enclosing loop's trip count, a condition once more
-than its body); `flops_xla_convention` reproduces XLA's figure. A loop whose trip count is
-unknown counts once in both (`unknown_trip_count`); a conditional's branches are each counted
-as taken in the first (an upper bound) and at their maximum, as XLA does, in the second.
-
-Collective bytes are the per-device result bytes of each collective (count-collectives'
-`bytes`) × how often it runs, by kind; `collective_wire_bytes` estimates what each device sends
-under ring algorithms, from the replica-group size n: all-gather and all-to-all (n−1)/n of the
-result, reduce-scatter (n−1) × the result (its shard), all-reduce 2(n−1)/n, a permute or
-broadcast the result itself.
-
-Recomputation: an instruction recomputes the forward pass when JAX's metadata says its op is
-the primal of a remat (`rematted_computation` in `op_name`: the forward ops `jax.checkpoint`
-replays in the backward pass), or when XLA's own rematerialization cloned it (a `.remat` name).
-Inside a fusion each fused instruction is judged by its own metadata, so a fusion that mixes
-replayed and gradient ops counts only the replayed part; an instruction without metadata (XLA
-drops it from some ops it builds) replays when everything it computes from does. A forward
-`op_name` scheduled after the first backward op is no evidence: schedulers sink forward ops
-next to their backward users, and on the H100 fixture without remat that rule would have
-counted 8.4 MFLOP of forward dots as recomputed.
-
-Trip counts are the call graph's (`CallGraph.callers`, the one place they are decided): a
-loop's `known_trip_count`, else the count `callgraph.trip_count` infers from its counter.
+Each op is priced as XLA's HloCostAnalysis prices it (`op_cost`), so that the figures check
+against `compiled.cost_analysis()`; docs/cost.md says what is counted, and how.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..encode import Encoded, as_json, encode, extra
 from ..ir.module import Computation, Instruction, Module
-from ..ir.opcodes import COLLECTIVE_KINDS, spellings
+from ..ir.opcodes import COLLECTIVE_KINDS
 from ..ir.opcodes import info as opinfo
-from ..ir.shape import UNBOUNDED, UNKNOWN, Shape
 from ..ir.structure import structure
-from .callgraph import CallGraph, scheduled_computations, trip_count
+from .callgraph import CallGraph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Facts
+from .fusion_bytes import fusion_bytes
+from .op_cost import ZERO, Counts, price
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 """What `CostResult.group_by` (and `hloscope cost --by`) can group instructions by."""
@@ -82,44 +31,6 @@ GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 XLA_CONVENTION = ("XLA's HloCostAnalysis: a while loop counts one trip of its body and condition, "
                   "a conditional its costliest branch, a custom-call -1")
 
-
-# ─── counts ────────────────────────────────────────────────────────────────────────────
-
-
-class Counts(NamedTuple):
-    """What one instruction (or computation) costs per execution (a tuple: the analysis makes
-    one per instruction and callee, millions on a large module)."""
-
-    flops: int = 0
-    transcendentals: int = 0
-    bytes: int = 0
-    collective_bytes: int = 0
-    recompute_flops: int = 0
-    """Of `flops`, those of instructions that recompute the forward pass."""
-    opaque: int = 0
-    """Custom-calls reached (XLA counts each as -1 flop)."""
-
-    def __add__(self, other: Counts) -> Counts:  # type: ignore[override]
-        return Counts(self[0] + other[0], self[1] + other[1], self[2] + other[2], self[3] + other[3],
-                      self[4] + other[4], self[5] + other[5])
-
-    def times(self, n: int) -> Counts:
-        """The cost of `n` applications (bytes are not multiplied: XLA does not copy them from a
-        subcomputation applied element by element)."""
-        return Counts(self[0] * n, self[1] * n, 0, self[3] * n, self[4] * n, self[5] * n)
-
-    def with_bytes(self, n: int) -> Counts:
-        return self._replace(bytes=n)
-
-    def recomputed(self) -> Counts:
-        """The same cost, all of its flops recomputing forward ops."""
-        return self._replace(recompute_flops=self.flops)
-
-    def maximum(self, other: Counts) -> Counts:
-        return Counts(*(max(a, b) for a, b in zip(self, other)))
-
-
-ZERO = Counts()
 
 
 # ─── results ───────────────────────────────────────────────────────────────────────────
@@ -278,22 +189,7 @@ class CostResult(Encoded):
         return encode(self, more)
 
 
-# ─── XLA's rules, per opcode ──────────────────────────────────────────────────────────
-
-# HloCostAnalysis::HandleElementwiseOp: these count as transcendentals, not flops.
-_TRANSCENDENTAL = frozenset({
-    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine",
-    "exponential-minus-one", "log-plus-one", "atan2", "tan",
-})
-# The opcode table's elementwise ops are XLA's elementwise handlers, but for copy, which
-# HloCostAnalysis::HandleCopy prices at nothing.
-_ELEMENTWISE = spellings(elementwise=True) - {"copy"}
-# Ops that forward a pointer or only order others: no bytes touched (HandleParameter,
-# HandleConstant, HandleGetTupleElement, HandleBitcast, HandleDomain, HandleAfterAll,
-# HandleAddDependency).
-_NO_BYTES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all",
-                       "add-dependency"})
-_FMA_FLOPS = 2
+# ─── collective traffic ───────────────────────────────────────────────────────────────
 
 # What each device sends per result byte under ring algorithms, as a function of the group
 # size n (when the groups are not known: the result itself).
@@ -308,575 +204,7 @@ _WIRE: dict[str, Callable[[int], float]] = {
 }
 
 
-_SIZES: dict[str, int] = {}
-
-
-def _size(shape: Shape) -> int:
-    """XLA's GetShapeSize: the top-level buffer (a tuple's pointer table)."""
-    size = _SIZES.get(shape.text)  # by text: a str keeps its hash, a Shape computes it
-    if size is None:
-        size = _SIZES[shape.text] = shape.byte_size
-    return size
-
-
-def _count(shape: Shape) -> int:
-    """ShapeUtil::ElementsIn of an array (of the array a buffer holds); 0 for an unbounded one."""
-    if shape.element_type == "buffer" and shape.tuple_shapes:
-        shape = shape.tuple_shapes[0]
-    if not shape.is_array or UNBOUNDED in shape.dimensions:
-        return 0
-    return shape.element_count
-
-
-def _elements(shape: Shape) -> int:
-    """ElementsIn of an array, or of the first element of a tuple (variadic ops)."""
-    while shape.is_tuple and shape.tuple_shapes:
-        shape = shape.tuple_shapes[0]
-    return _count(shape)
-
-
-def _array_subshapes(shape: Shape):
-    return [s for _, s in shape.subshapes() if s.is_array]
-
-
-def _output_bytes(shape: Shape) -> int:
-    """What XLA counts for writing a result: every array leaf (a tuple result is its elements)."""
-    if not shape.is_tuple:
-        return _size(shape)
-    return sum(_size(leaf) for _, leaf in shape.leaves())
-
-
-def _shaped(inst: Instruction) -> bool:
-    return inst.shape is not UNKNOWN and all(o.shape is not UNKNOWN for o in inst.operands)
-
-
-def _default_bytes(inst: Instruction) -> int:
-    """HloCostAnalysis::Preprocess: the result's leaves and every operand at its top-level size
-    (an operand tuple is its pointer table)."""
-    return _output_bytes(inst.shape) + sum(_size(o.shape) for o in inst.operands)
-
-
-_WINDOW_FIELD = re.compile(r"(\w+)=([^\s}]+)")
-
-
-def _window(inst: Instruction) -> list[dict[str, int]]:
-    """`window={size=3x3 stride=2x2 pad=0_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1}` → one dict per
-    dimension (size, stride, pad_low, pad_high, lhs_dilate, rhs_dilate); [] without a window."""
-    text = inst.attributes.get("window")
-    if not text:
-        return []
-    fields = dict(_WINDOW_FIELD.findall(text))
-    sizes = fields.get("size", "")
-    dims = [{"size": int(s), "stride": 1, "pad_low": 0, "pad_high": 0, "lhs_dilate": 1, "rhs_dilate": 1}
-            for s in sizes.split("x") if s]
-    for key in ("stride", "lhs_dilate", "rhs_dilate"):
-        if key in fields:
-            for d, v in zip(dims, fields[key].split("x")):
-                d[key] = int(v)
-    if "pad" in fields:
-        for d, v in zip(dims, fields["pad"].split("x")):
-            low, _, high = v.partition("_")
-            d["pad_low"], d["pad_high"] = int(low), int(high or 0)
-    return dims
-
-
-def _dim_labels(inst: Instruction) -> tuple[str, str, str]:
-    """`dim_labels=b01f_01io->b01f` → ('b01f', '01io', 'b01f')."""
-    text = (inst.attributes.get("dim_labels") or "").strip()
-    lhs_rhs, _, out = text.partition("->")
-    lhs, _, rhs = lhs_rhs.partition("_")
-    return lhs, rhs, out
-
-
-def _contracted(inst: Instruction) -> int:
-    """How many products each result element of a dot sums: the lhs contracting dimensions."""
-    lhs = inst.operands[0].shape
-    width = 1
-    for d in inst.attributes.decoded("lhs_contracting_dims") or ():
-        width *= lhs.dimensions[d] if 0 <= d < lhs.rank else 1
-    return width
-
-
-def _dot(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(flops=_FMA_FLOPS * _count(inst.shape) * _contracted(inst), bytes=_default_bytes(inst))
-
-
-def _ragged_dot(inst: Instruction, _: _Coster) -> Counts:
-    # HloCostAnalysis::HandleRaggedDot removes one result dimension per rhs group dimension,
-    # dimensions 0, 1, ... (not the group dimensions themselves): its count, reproduced.
-    groups = len(_int_list(inst.attributes.get("rhs_group_dims")))
-    dims = list(inst.shape.dimensions)
-    for i in range(groups):
-        if i < len(dims):
-            del dims[i]
-    elements = 0 if UNBOUNDED in dims else math.prod(dims)
-    return Counts(flops=_FMA_FLOPS * elements * _contracted(inst), bytes=_default_bytes(inst))
-
-
-def _int_list(text: str | None) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"-?\d+", text or ""))
-
-
-def convolution_flops(inst: Instruction) -> int:
-    """HloCostAnalysis::GetConvolutionFlops: 2 × the multiply-adds of the valid kernel
-    positions, from the shapes, `window` and `dim_labels`."""
-    lhs, rhs, out = inst.operands[0].shape, inst.operands[1].shape, inst.shape
-    lhs_labels, rhs_labels, out_labels = _dim_labels(inst)
-    input_feature = _labelled(lhs, lhs_labels, "f")
-    batch = _labelled(lhs, lhs_labels, "b")
-    output_feature = _labelled(out, out_labels, "f")
-    window = _window(inst)
-    if window:
-        limits = [(_labelled(lhs, lhs_labels, str(k)), _labelled(rhs, rhs_labels, str(k)),
-                   _labelled(out, out_labels, str(k))) for k in range(len(window))]
-    else:
-        window = [{"size": 1, "stride": 1, "pad_low": 0, "pad_high": 0, "lhs_dilate": 1, "rhs_dilate": 1}]
-        limits = [(1, 1, 1)]
-    positions = 1
-    for w, (input_limit, kernel_limit, output_limit) in zip(window, limits):
-        positions *= _valid_positions(w, input_limit, kernel_limit, output_limit)
-    feature_groups = inst.attributes.decoded("feature_group_count") or 1
-    batch_groups = inst.attributes.decoded("batch_group_count") or 1
-    fma = (input_feature // feature_groups) * output_feature * (batch // batch_groups) * positions
-    return fma * _FMA_FLOPS
-
-
-def _labelled(shape: Shape, labels: str, label: str) -> int:
-    """The size of the dimension `dim_labels` gives `label` (1 when it names none)."""
-    k = labels.find(label)
-    return shape.dimensions[k] if 0 <= k < shape.rank else 1
-
-
-def _valid_positions(w: dict[str, int], input_limit: int, kernel_limit: int, output_limit: int) -> int:
-    """Kernel positions that fall on an input element, over one spatial dimension."""
-    stride, base, dilation = w["stride"], w["lhs_dilate"], w["rhs_dilate"]
-    low, high = w["pad_low"], w["pad_high"]
-    # XLA's two shortcuts for the N² patterns with N valid positions (batch-like dimensions).
-    if (input_limit == output_limit and kernel_limit == output_limit and input_limit == base and dilation == 1
-            and max(1, input_limit - 1) == stride and low == 0 and high == 0):
-        return input_limit
-    if (input_limit == 1 and kernel_limit == output_limit and dilation == 1 and base == 1 and stride == 1
-            and high == output_limit - 1 and low == output_limit - 1):
-        return output_limit
-    count = 0
-    for k in range(kernel_limit):
-        if stride == 1 and base == 1:
-            undilated_base = low - k * dilation
-            count += max(min(input_limit + undilated_base, output_limit) - max(undilated_base, 0), 0)
-            continue
-        for o in range(output_limit):
-            undilated = o * stride - low + k * dilation
-            index = undilated // base if base > 1 else undilated
-            if undilated != index * base:
-                continue
-            if 0 <= index < input_limit:
-                count += 1
-    return count
-
-
-def _convolution(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(flops=convolution_flops(inst), bytes=_default_bytes(inst))
-
-
-def _fft(inst: Instruction, _: _Coster) -> Counts:
-    operand = inst.operands[0].shape
-    if operand.is_tuple:
-        operand = operand.tuple_shapes[0]
-    log_factors = 1
-    for n in inst.attributes.decoded("fft_length") or ():
-        log_factors *= int(n).bit_length() - 1  # Log2Floor, -1 for a length of 0 as in XLA
-    return Counts(flops=_FMA_FLOPS * 4 * log_factors * _count(operand), bytes=_default_bytes(inst))
-
-
-def _triangular_solve(inst: Instruction, _: _Coster) -> Counts:
-    a, b = inst.operands[0].shape, inst.operands[1].shape
-    read = _size(inst.shape) + _size(a) // 2 + _size(b)
-    return Counts(flops=_FMA_FLOPS * (a.dimensions[-1] if a.dimensions else 1) * _count(b), bytes=read)
-
-
-def _cholesky(inst: Instruction, _: _Coster) -> Counts:
-    a = inst.operands[0].shape
-    return Counts(flops=(a.dimensions[-1] if a.dimensions else 1) * _count(a) // 3, bytes=_size(a))
-
-
-def _elementwise(inst: Instruction, _: _Coster) -> Counts:
-    n = _elements(inst.shape)
-    if inst.opcode in _TRANSCENDENTAL:
-        return Counts(transcendentals=n, bytes=_default_bytes(inst))
-    return Counts(flops=n, bytes=_default_bytes(inst))
-
-
-def _applied(inst: Instruction, c: _Coster, key: str = "to_apply") -> Counts:
-    """The cost of one application of the callee named by attribute `key`."""
-    names = inst.attributes.decoded(key) or ()
-    module = inst.computation.module if inst.computation is not None else None
-    comp = module.callee(names[0]) if names and module is not None else None
-    return c.computation(comp, c.marked(inst)) if comp is not None else ZERO
-
-
-def _reduce(inst: Instruction, c: _Coster) -> Counts:
-    count = _elements(inst.operands[0].shape) - _elements(inst.shape)
-    return _applied(inst, c).times(count).with_bytes(_default_bytes(inst))
-
-
-def _map(inst: Instruction, c: _Coster) -> Counts:
-    return _applied(inst, c).times(_elements(inst.shape)).with_bytes(_default_bytes(inst))
-
-
-def _scan(inst: Instruction, c: _Coster) -> Counts:
-    # Its callee once per step along the scanned dimension. (XLA's own figure for this new op
-    # follows another rule, which hloscope does not reproduce.)
-    dims = inst.attributes.decoded("dimensions") or (0,)
-    operand = inst.operands[0].shape if inst.operands else inst.shape
-    steps = operand.dimensions[dims[0]] if operand.is_array and 0 <= dims[0] < operand.rank else 1
-    return _applied(inst, c).times(max(steps, 0)).with_bytes(_default_bytes(inst))
-
-
-def _reduce_window(inst: Instruction, c: _Coster) -> Counts:
-    window = _window(inst)
-    window_elements = math.prod(d["size"] for d in window) if window else 1
-    output_elements = _elements(inst.shape)
-    count = (window_elements - 1) * output_elements
-    # XLA recognises a reduce followed by a broadcast along one dimension, written as a
-    # padded window as wide as twice the dimension.
-    reduced = [d for d in window if d["size"] != 1]
-    padded = [d for d in window if d["pad_low"] or d["pad_high"]]
-    if len(reduced) == 1 and len(padded) == 1 and inst.shape.is_array:
-        for k, d in enumerate(window):
-            if (d["size"] != 1 and d["pad_low"] and d["pad_high"] and d["pad_low"] == d["pad_high"]
-                    and d["size"] == 2 * d["pad_low"] + 1):
-                if d["pad_low"] == inst.shape.dimensions[k] - 1:
-                    width = inst.shape.dimensions[k]
-                    count = output_elements // width + width - 1
-                break
-    return _applied(inst, c).times(count).with_bytes(_default_bytes(inst))
-
-
-def _select_and_scatter(inst: Instruction, c: _Coster) -> Counts:
-    source = _elements(inst.operands[1].shape)
-    window = _window(inst)
-    window_elements = math.prod(d["size"] for d in window) if window else 1
-    select = _applied(inst, c, "select").times(source * (window_elements - 1))
-    scatter = _applied(inst, c, "scatter").times(source)
-    return (select + scatter).with_bytes(_default_bytes(inst))
-
-
-def _scatter(scatter: Instruction, c: _Coster) -> Counts:
-    """Three update-sized accesses (input, output, updates) and the indices; the combiner once
-    per update element."""
-    n = (len(scatter.operands) - 1) // 2
-    updates = scatter.operands[n + 1:]
-    indices = scatter.operands[n] if n < len(scatter.operands) else None
-    update_size = sum(_size(u.shape) for u in updates)
-    nbytes = 3 * update_size + (_size(indices.shape) if indices is not None else 0)
-    elements = _elements(updates[0].shape) if updates else 0
-    return _applied(scatter, c).times(elements).with_bytes(nbytes)
-
-
-def _gather_bytes(gather: Instruction) -> int:
-    return 2 * _size(gather.shape) + _size(gather.operands[1].shape)
-
-
-def _gather(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(bytes=_gather_bytes(inst))
-
-
-def _sort(inst: Instruction, _: _Coster) -> Counts:
-    n = _elements(inst.operands[0].shape)
-    log = (n - 1).bit_length() if n > 1 else 0
-    return Counts(flops=n * log, bytes=_default_bytes(inst))
-
-
-def _all_reduce(inst: Instruction, c: _Coster) -> Counts:
-    arrays = _array_subshapes(inst.shape)
-    out = sum(_size(s) for s in arrays)
-    return Counts(flops=sum(_count(s) for s in arrays), bytes=out + sum(_size(o.shape) for o in inst.operands),
-                  collective_bytes=c.collective(inst))
-
-
-def _rng(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(transcendentals=_elements(inst.shape), bytes=_default_bytes(inst))
-
-
-def _rng_bit_generator(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(transcendentals=sum(_count(s) for s in _array_subshapes(inst.shape)),
-                  bytes=_default_bytes(inst))
-
-
-def _slice(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(bytes=2 * _size(inst.shape))
-
-
-def _dynamic_slice(inst: Instruction, _: _Coster) -> Counts:
-    index = _size(inst.operands[1].shape) if len(inst.operands) > 1 else 0
-    return Counts(bytes=2 * _size(inst.shape) + index)
-
-
-def _dynamic_update_slice(inst: Instruction, _: _Coster) -> Counts:
-    update = _size(inst.operands[1].shape) if len(inst.operands) > 1 else 0
-    index = _size(inst.operands[2].shape) if len(inst.operands) > 2 else 0
-    return Counts(bytes=2 * update + index)
-
-
-def _tuple(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(bytes=_size(inst.shape))
-
-
-def _no_bytes(inst: Instruction, _: _Coster) -> Counts:
-    return ZERO
-
-
-def _transpose(inst: Instruction, _: _Coster) -> Counts:
-    # A transpose that only relabels dimensions of the same physical layout is a bitcast.
-    operand = inst.operands[0].shape
-    dims = inst.attributes.decoded("dimensions") or ()
-    out_layout, in_layout = inst.shape.layout, operand.layout
-    if (out_layout is not None and in_layout is not None and operand.element_type == inst.shape.element_type
-            and len(out_layout.minor_to_major) == len(dims) == len(in_layout.minor_to_major)
-            and tuple(dims[d] for d in out_layout.minor_to_major) == in_layout.minor_to_major):
-        return ZERO
-    return Counts(bytes=_default_bytes(inst))
-
-
-def _infeed(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(bytes=sum(_size(s) for _, s in inst.shape.leaves()))
-
-
-def _outfeed(inst: Instruction, _: _Coster) -> Counts:
-    return Counts(bytes=sum(_size(s) for o in inst.operands for _, s in o.shape.leaves()))
-
-
-def _custom_call(inst: Instruction, _: _Coster) -> Counts:
-    # What it runs is unknown: XLA's -1 marker is kept apart, in `opaque`.
-    return Counts(opaque=1)
-
-
-def _fusion(inst: Instruction, c: _Coster) -> Counts:
-    comp = _callee(inst)
-    if comp is None:
-        return Counts(bytes=_default_bytes(inst))
-    if inst.attributes.mentions("kCustom") and (inst.attributes.get("kind") or "").strip() == "kCustom":
-        # HloCostAnalysis::HandleFusion prices a custom fusion holding a gather or scatter as that op.
-        for fused in comp.instructions if c.facts.holds_any(comp, ("gather", "scatter")) else ():
-            if fused.opcode == "gather":
-                return Counts(bytes=_gather_bytes(fused))
-            if fused.opcode == "scatter":
-                return _scatter(fused, c)
-    inner = c.computation(comp, c.marked(inst))
-    return inner.with_bytes(c.fusion_bytes(inst.shape, comp))
-
-
-def _callee(inst: Instruction) -> Computation | None:
-    called = inst.called_computations
-    return called[0] if called else None
-
-
-def _call(inst: Instruction, c: _Coster) -> Counts:
-    """call and async-start: their callee's cost, bytes included (HandleCall, HandleAsyncStart)."""
-    comp = _callee(inst)
-    if comp is None:
-        return Counts(bytes=_default_bytes(inst))
-    return c.computation(comp, c.marked(inst))
-
-
-class _AsWrapped:
-    """An async start seen as the op it runs: the start's operands, attributes and callees,
-    the wrapped op's opcode and result."""
-
-    __slots__ = ("_start", "opcode", "shape")
-
-    def __init__(self, start: Instruction, opcode: str, shape: Shape):
-        self._start, self.opcode, self.shape = start, opcode, shape
-
-    def __getattr__(self, name: str):
-        return getattr(self._start, name)
-
-
-def _sugar(inst: Instruction, c: _Coster) -> Counts:
-    """An async start printed as sugar (`reduce-scatter-start`, `call-start`, `dot-start`) has
-    no wrapped computation in the text: XLA's parser builds one holding the wrapped op, whose
-    cost the start takes. Priced as that op: the start's operands, the result in its `{1}`."""
-    wrapped = opinfo(inst.opcode).wrapped or inst.opcode
-    shape = inst.shape
-    result = shape.tuple_shapes[1] if shape.is_tuple and len(shape.tuple_shapes) > 1 else shape
-    return c.instruction(_AsWrapped(inst, wrapped, result))  # type: ignore[arg-type]
-
-
-def _while(inst: Instruction, c: _Coster) -> Counts:
-    total = ZERO
-    module = inst.computation.module if inst.computation is not None else None
-    for key in ("body", "condition"):
-        names = inst.attributes.decoded(key) or ()
-        comp = module.callee(names[0]) if names and module is not None else None
-        if comp is not None:
-            total = total + c.computation(comp, c.marked(inst))
-    return total
-
-
-def _conditional(inst: Instruction, c: _Coster) -> Counts:
-    best = None
-    for comp in inst.called_computations:
-        cost = c.computation(comp, c.marked(inst))
-        best = cost if best is None else best.maximum(cost)
-    return best or ZERO
-
-
-_RULES: dict[str, Callable[[Instruction, _Coster], Counts]] = {
-    "dot": _dot,
-    "scaled-dot": _dot,
-    "ragged-dot": _ragged_dot,
-    "convolution": _convolution,
-    "fft": _fft,
-    "triangular-solve": _triangular_solve,
-    "cholesky": _cholesky,
-    "reduce": _reduce,
-    "map": _map,
-    "reduce-window": _reduce_window,
-    "select-and-scatter": _select_and_scatter,
-    "scatter": _scatter,
-    "gather": _gather,
-    "sort": _sort,
-    "all-reduce": _all_reduce,
-    "all-reduce-start": _all_reduce,
-    "rng": _rng,
-    "rng-bit-generator": _rng_bit_generator,
-    "slice": _slice,
-    "dynamic-slice": _dynamic_slice,
-    "dynamic-update-slice": _dynamic_update_slice,
-    "tuple": _tuple,
-    "transpose": _transpose,
-    "infeed": _infeed,
-    "outfeed": _outfeed,
-    "custom-call": _custom_call,
-    "fusion": _fusion,
-    "call": _call,
-    "async-start": _call,
-    "scan": _scan,
-    "while": _while,
-    "conditional": _conditional,
-    **{op: _elementwise for op in _ELEMENTWISE},
-    **{op: _no_bytes for op in _NO_BYTES},
-}
-"""XLA's handler for each opcode; any other op costs no flops and its operands and result in
-bytes (HloCostAnalysis::Preprocess)."""
-
-
-# ─── a fusion's bytes, at its boundary ────────────────────────────────────────────────
-
-
-def _users(inst: Instruction) -> list[Instruction]:
-    """Users without repeats, as XLA keeps them (an operand used twice has its user once)."""
-    seen: dict[int, Instruction] = {}
-    for u in inst.users:
-        seen.setdefault(id(u), u)
-    return list(seen.values())
-
-
-def _fused_parameters(comp: Computation) -> dict[int, Instruction]:
-    return {p.parameter_number: p for p in comp.instructions if p.opcode == "parameter"}
-
-
-def _parameter_read_bytes(param: Instruction) -> int:
-    """HloCostAnalysis::FusionParameterReadBytes: what a fused parameter's users read of it."""
-    size = 0
-    seen = False
-
-    def dynamic_slice(hlo: Instruction, user: Instruction) -> int:
-        nonlocal seen
-        if user.operands and user.operands[0] is hlo:
-            return _size(user.shape)
-        if not seen:
-            seen = True
-            return _size(hlo.shape)
-        return 0
-
-    def dynamic_update_slice(hlo: Instruction, user: Instruction) -> int:
-        nonlocal seen
-        if not (user.operands and user.operands[0] is hlo) and not seen:
-            seen = True
-            return _size(hlo.shape)
-        return 0
-
-    for user in _users(param):
-        op = user.opcode
-        if op == "fusion":
-            nested = _callee(user)
-            if nested is None:
-                continue
-            root = nested.root
-            params = _fused_parameters(nested)
-            for idx, operand in enumerate(user.operands):
-                if operand is not param:
-                    continue
-                simple = not root.operands or params.get(idx) is root.operands[0]
-                nested_seen = False
-                for fusion_user in _users(user):
-                    fop = fusion_user.opcode
-                    if simple and fop == "slice":
-                        size += _size(fusion_user.shape)
-                    elif simple and fop == "dynamic-slice":
-                        if fusion_user.operands and fusion_user.operands[0] is user:
-                            size += _size(fusion_user.shape)
-                        elif not nested_seen:
-                            nested_seen = True
-                            size += _size(user.shape)
-                    elif simple and fop == "dynamic-update-slice":
-                        if not (fusion_user.operands and fusion_user.operands[0] is user) and not nested_seen:
-                            nested_seen = True
-                            size += _size(user.shape)
-                    elif not nested_seen:
-                        nested_seen = True
-                        inner = params.get(idx)
-                        size += _parameter_read_bytes(inner) if inner is not None else 0
-        elif op == "slice":
-            size += _size(user.shape)
-        elif op == "dynamic-slice":
-            size += dynamic_slice(param, user)
-        elif op == "dynamic-update-slice":
-            size += dynamic_update_slice(param, user)
-        elif op in ("broadcast", "reshape"):
-            size += _size(param.shape)
-        elif not seen:
-            seen = True
-            size += _size(param.shape)
-    return size
-
-
-def _fusion_bytes(shape: Shape, comp: Computation) -> int:
-    """HandleFusion's bytes, for a fusion of result `shape` calling `comp`: the outputs (a
-    dynamic-update-slice root writes its update), the fused parameters as read inside, and the
-    fused constants of more than one element."""
-    root = comp.root
-    nbytes = 0
-    for index, sub in shape.subshapes():
-        if not sub.is_array:
-            continue
-        out = root
-        if len(index) == 1 and root.opcode == "tuple" and index[0] < len(root.operands):
-            out = root.operands[index[0]]
-        if out.opcode == "dynamic-update-slice" and len(out.operands) > 1:
-            nbytes += _size(out.operands[1].shape)
-        else:
-            nbytes += _size(sub)
-    for inst in comp.instructions:
-        if inst.opcode == "constant" and _elements(inst.shape) > 1:
-            nbytes += _size(inst.shape)
-    for number, param in sorted(_fused_parameters(comp).items()):
-        if not param.shape.is_tuple:
-            nbytes += _parameter_read_bytes(param)
-            continue
-        for index, _leaf in param.shape.leaves():
-            node = param
-            for sub_index in index:
-                for user in _users(node):
-                    if user.opcode == "get-tuple-element" and user.attributes.decoded("index") == sub_index:
-                        node = user
-                        break
-            nbytes += _parameter_read_bytes(node)
-    return nbytes
-
-
-# ─── the analysis ─────────────────────────────────────────────────────────────────────
+# ─── recomputation ────────────────────────────────────────────────────────────────────
 
 _REMAT_SEGMENT = "rematted_computation"
 _XLA_REMAT_NAME = re.compile(r"\.remat\d*(?:\.|$)")
@@ -891,12 +219,6 @@ def recomputes(inst: Instruction) -> bool:
         return False  # most instructions: their metadata need not be decoded to know
     op_name = inst.op_name
     return bool(op_name and _REMAT_SEGMENT in op_name.split("/"))
-
-
-# Ops whose cost is their callees': whether they recompute is judged there, instruction by
-# instruction (a callee's instruction without metadata takes its caller's verdict).
-_JUDGED_INSIDE = frozenset({"fusion", "call", "async-start", "while", "conditional", "reduce", "map", "reduce-window",
-                            "select-and-scatter", "scatter"})
 
 
 def _replays(comp: Computation) -> dict[int, bool | None]:
@@ -922,8 +244,12 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     return verdicts
 
 
+# ─── the walk ─────────────────────────────────────────────────────────────────────────
+
+
 class _Coster:
-    """XLA's properties of instructions and computations, each priced once."""
+    """XLA's properties of instructions and computations, each priced once (the `Pricer` the
+    rules of `op_cost` ask for callees)."""
 
     def __init__(self, collective_bytes: dict[tuple[str, str], int], facts: Facts = PLAIN):
         self._collective_bytes = collective_bytes
@@ -937,7 +263,7 @@ class _Coster:
         self._calling: dict[int, bool] = {}
         """Whether a computation calls any, by id."""
         self._fusion_bytes: dict[tuple[str, int], int] = {}
-        """`_fusion_bytes` by result shape and fused computation's id (`fusion_bytes`)."""
+        """`fusion_bytes` by result shape and fused computation's id."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
         self._recomputes: dict[int, bool] = {}
@@ -975,11 +301,11 @@ class _Coster:
         return cost
 
     def fusion_bytes(self, shape: Shape, comp: Computation) -> int:
-        """`_fusion_bytes`, once per result shape and fused computation (alike ones, once)."""
+        """`fusion_bytes`, once per result shape and fused computation (alike ones, once)."""
         key = (shape.text, id(self.facts.same_as(comp)))
         found = self._fusion_bytes.get(key)
         if found is None:
-            found = self._fusion_bytes[key] = _fusion_bytes(shape, comp)
+            found = self._fusion_bytes[key] = fusion_bytes(shape, comp)
         return found
 
     def _what_is_priced(self, comp: Computation) -> Hashable:
@@ -1012,16 +338,10 @@ class _Coster:
             cost = self._instructions.get(id(inst))
             if cost is not None:
                 return cost
-        rule = _RULES.get(inst.opcode)
-        if not _shaped(inst):
-            cost = ZERO  # written without shapes (XLA infers them; hloscope does not): not priced
-        elif rule is not None:
-            cost = rule(inst, self)
-        elif opinfo(inst.opcode).sugar and opinfo(inst.opcode).async_role == "start":
-            cost = _sugar(inst, self)
-        else:
-            cost = Counts(bytes=_default_bytes(inst), collective_bytes=self.collective(inst))
-        if cost[0] and inst.opcode not in _JUDGED_INSIDE and self.marked(inst):
+        cost = price(inst, self)
+        # An op priced by its callees is judged there, instruction by instruction (a callee's
+        # instruction without metadata takes its caller's verdict).
+        if cost[0] and not opinfo(inst.opcode).priced_by_callees and self.marked(inst):
             cost = cost.recomputed()
         if memo:
             self._instructions[id(inst)] = cost
@@ -1036,55 +356,23 @@ class _Coster:
         return self.instruction(inst)
 
 
-class _Runs:
-    """How often each computation runs per step, from the call graph's calls: each loop × its
-    trip count (1 when unknown, which is remembered)."""
-
-    def __init__(self, module: Module, graph: CallGraph):
-        self.module = module
-        self.graph = graph
-        self._runs: dict[str, int] = {}
-        self.unknown = False
-
-    def trips(self, loop: Instruction, body: str) -> int | None:
-        """The trip count the call graph knows for `loop` (the times it runs `body`)."""
-        for inst, times in self.graph.callers(body):
-            if inst is loop:
-                return times
-        return trip_count(loop)
-
-    def of(self, comp: Computation, stack: tuple[str, ...] = ()) -> int:
-        name = comp.text_name
-        if name in self._runs:
-            return self._runs[name]
-        entry = self.module.entry
-        if entry is not None and comp is entry:
-            total = 1
-        elif name in stack:
-            return 0
-        else:
-            total = 0
-            for inst, times in self.graph.callers(name):
-                caller = inst.computation
-                if caller is None:
-                    continue
-                r = self.of(caller, stack + (name,))
-                if r and times is None:
-                    self.unknown = True
-                total += r * (1 if times is None else times)
-        self._runs[name] = total
-        return total
-
-
 def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
                  recomputing_only: bool = False, facts: Facts = PLAIN) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
-    (see this module's docstring for what is counted, and how). `collectives`: the module's
+    (docs/cost.md says what is counted, and how). `collectives`: the module's
     collectives, when already found. `recomputing_only`: list only the instructions that
     recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
     metadata is then read for hundreds of instructions, not tens of thousands."""
     graph = CallGraph(module, facts=facts)
-    runs = _Runs(module, graph)
+    unknown = False
+
+    def runs(comp: Computation) -> int:
+        """How often `comp` runs per step, a loop of unknown trip count counted once."""
+        nonlocal unknown
+        count = graph.runs(comp)
+        unknown = unknown or not count.known
+        return count.times
+
     if collectives is None:
         collectives = analyze_collectives(module, facts)
     collective_bytes: dict[tuple[str, str], int] = {}
@@ -1093,7 +381,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     for c in collectives.collectives:
         collective_bytes[(c.computation, c.instruction)] = c.bytes
         comp = module.computation(c.computation)
-        n = runs.of(comp) if comp is not None else 0
+        n = runs(comp) if comp is not None else 0
         by_kind[c.kind] += c.bytes * n
         factor = _WIRE.get(c.kind)
         size = c.group_size
@@ -1105,13 +393,12 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     total = ZERO
     loops: list[LoopCost] = []
     for comp in scheduled_computations(module):
-        n = runs.of(comp)
+        n = runs(comp)
         replays = _replays(comp)
         for inst in comp.instructions:
             if opinfo(inst.opcode).is_loop:
-                body_names = inst.attributes.decoded("body") or ()
-                trips = runs.trips(inst, body_names[0]) if body_names else None
-                loops.append(LoopCost(inst.name, comp.name, trips, n, coster.instruction(inst).flops))
+                loops.append(LoopCost(inst.name, comp.name, graph.trip_count(inst), n,
+                                      coster.instruction(inst).flops))
             cost = coster.own(inst)
             if replays.get(id(inst)) and not inst.op_name:
                 cost = cost.recomputed()
@@ -1137,106 +424,20 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         flops_xla_convention=xla.flops - xla.opaque,
         transcendentals_xla_convention=xla.transcendentals,
         bytes_accessed_xla_convention=xla.bytes,
-        unknown_trip_count=runs.unknown,
+        unknown_trip_count=unknown,
         opaque=total.opaque,
         loops=tuple(loops),
         instructions=tuple(units),
     )
 
 
-# ─── roofline estimate ────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Published peak figures of one accelerator (per chip or GPU)."""
-
-    name: str
-    description: str
-    peak_flops: float
-    """Dense bf16 matrix FLOP/s."""
-    hbm_bytes_per_second: float
-    interconnect_bytes_per_second: float
-    """Chip-to-chip bandwidth, bidirectional, as published."""
-    source: str
-
-
-TARGETS: dict[str, Target] = {
-    t.name: t
-    for t in (
-        Target("h100", "NVIDIA H100 SXM5 80GB", 989.4e12, 3.35e12, 900e9,
-               "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100): BF16 Tensor Core "
-               "1,979 TFLOPS with sparsity (989.4 dense), HBM3 3.35 TB/s, NVLink 900 GB/s"),
-        Target("a100", "NVIDIA A100 SXM4 80GB", 312e12, 2.039e12, 600e9,
-               "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100): BF16 Tensor Core "
-               "312 TFLOPS dense, HBM2e 2,039 GB/s, NVLink 600 GB/s"),
-        Target("tpu-v5e", "Google Cloud TPU v5e", 197e12, 819e9, 400e9,
-               "cloud.google.com/tpu/docs/v5e: 197 TFLOPs bf16 per chip, HBM2 819 GBps, "
-               "bidirectional ICI 400 GBps per chip"),
-        Target("tpu-v5p", "Google Cloud TPU v5p", 459e12, 2765e9, 1200e9,
-               "cloud.google.com/tpu/docs/v5p: 459 TFLOPs bf16 per chip, HBM2e 2765 GBps, "
-               "bidirectional ICI 1200 GBps per chip"),
-        Target("tpu-v6e", "Google Cloud TPU v6e (Trillium)", 918e12, 1638e9, 800e9,
-               "cloud.google.com/tpu/docs/v6e: 918 TFLOPs bf16 per chip, HBM 1638 GBps, "
-               "bidirectional ICI 800 GBps per chip"),
-    )
-}
-"""Published peak figures, the one table of them (sources in each entry)."""
-
-ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measurement: FLOPs at the dense bf16 "
-                 "peak, bytes accessed at the HBM bandwidth, collective wire bytes at half the published "
-                 "bidirectional interconnect bandwidth; the step takes at least the largest of the three")
-
-
-@dataclass(frozen=True, slots=True)
-class Roofline(Encoded):
-    """A lower bound on one step's time on a target, from its published peaks."""
-
-    target: str
-    compute_seconds: float
-    memory_seconds: float
-    collective_seconds: float
-    seconds: float
-    """The largest of the three: the step cannot be faster, whatever overlaps."""
-    bound: str
-    """`compute`, `memory` or `collective`: which term sets `seconds`."""
-    serial_seconds: float
-    """The three added: the time with no overlap at all."""
-    source: str
-    json_extra = (extra("estimate", lambda _: True, after="target"),
-                  extra("note", lambda _: ESTIMATE_NOTE, after="estimate"))
-
-
-def roofline(cost: CostResult, target: str) -> Roofline:
-    """The roofline estimate of `cost` on one of TARGETS."""
-    t = TARGETS.get(target)
-    if t is None:
-        raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
-    terms = {
-        "compute": cost.flops / t.peak_flops,
-        "memory": cost.bytes_accessed / t.hbm_bytes_per_second,
-        "collective": cost.collective_wire_bytes / (t.interconnect_bytes_per_second / 2),
-    }
-    bound = max(terms, key=lambda k: terms[k])
-    return Roofline(target=t.name, compute_seconds=terms["compute"], memory_seconds=terms["memory"],
-                    collective_seconds=terms["collective"], seconds=terms[bound], bound=bound,
-                    serial_seconds=sum(terms.values()), source=t.source)
-
-
 __all__ = [
-    "ESTIMATE_NOTE",
     "GROUP_KEYS",
-    "TARGETS",
     "XLA_CONVENTION",
     "CostGroup",
     "CostResult",
-    "Counts",
     "InstructionCost",
     "LoopCost",
-    "Roofline",
-    "Target",
     "analyze_cost",
-    "convolution_flops",
     "recomputes",
-    "roofline",
 ]

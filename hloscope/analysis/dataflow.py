@@ -823,9 +823,9 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     about each of them, which for an all-reduce of N operands is N questions per output."""
     if not user.info.shares_operand_buffer:
         return False
-    if backend == "gpu" and (user.opcode in _FUSIONS or user.opcode in _GPU_IN_PLACE_COLLECTIVES):
+    if backend == "gpu" and (user.opcode in _FUSIONS or "gpu" in user.info.in_place_on):
         return True
-    if backend == "tpu" and user.opcode in tpu.IN_PLACE_COLLECTIVES:
+    if backend == "tpu" and "tpu" in user.info.in_place_on:
         return True
     facts = _SharingFacts.of(user, cache, in_place, backend)
     if facts.pairs:
@@ -835,20 +835,16 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     return user.info.elementwise
 
 
-_GPU_IN_PLACE_COLLECTIVES = ("all-reduce", "collective-broadcast")
-"""GPU collectives NCCL runs in place: the result may take its operand's buffer (XLA's
-NVPTXAliasInfo::MayAlias; a native all-reduce-start is in place by its in-place pairs, and
-an async-start wrapping an all-reduce by its `output_to_operand_aliasing`)."""
-
-
 def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple, backend: str,
                       operand_number: int | None = None) -> bool | None:
     """The backend's buffer-sharing hint (XLA's `AliasInfo::MayAlias`), None where it has none.
 
     GPU (xla/service/gpu/alias_info.cc, nvptx_alias_info.cc): a fusion decides by
-    `gpu_fusion_may_alias`; an all-reduce (NCCL works in place) shares with its only operand,
-    or element i with operand i. CPU: no hint. TPU: `tpu.may_alias` (its compiler is not
-    public; what its dumps show)."""
+    `gpu_fusion_may_alias`; a collective NCCL runs in place (`OpInfo.in_place_on`: all-reduce,
+    collective-broadcast; a native all-reduce-start is in place by its in-place pairs, and an
+    async-start wrapping an all-reduce by its `output_to_operand_aliasing`) shares with its
+    only operand, or element i with operand i; a cuBLASLt matmul's workspace with none. CPU:
+    no hint. TPU: `tpu.may_alias` (its compiler is not public; what its dumps show)."""
     if backend == "tpu":
         return tpu.may_alias(operand, user, user_index)
     if backend != "gpu":
@@ -857,13 +853,14 @@ def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple
     if opcode in _FUSIONS:
         k = operand_number if operand_number is not None else user.operands.index(operand)
         return gpu_fusion_may_alias(operand, user, user_index, k)
-    if opcode in _GPU_IN_PLACE_COLLECTIVES:
+    if "gpu" in user.info.in_place_on:
         if "nvshmem" in user.attributes.get("backend_config", "").lower():
             return False
         ops = user.operands
         return len(ops) == 1 or (len(user_index) == 1 and user_index[0] < len(ops) and ops[user_index[0]] is operand)
     if opcode == "custom-call":
-        return False if user_index == (1,) and "__cublas$lt$matmul" in user.attributes.get("custom_call_target", "") else None
+        workspace = opcodes.custom_call(user.attributes.get("custom_call_target", "")).workspace_output
+        return False if workspace is not None and user_index == workspace else None
     return None
 
 
@@ -970,7 +967,7 @@ def gpu_fusion_may_alias(operand: Instruction, fusion: Instruction, user_index: 
     return found
 
 
-_ELEMENTWISE_SHARING_KINDS = ("kLoop", "kInput")
+_ELEMENTWISE_SHARING_KINDS = opcodes.fusion_kinds(loop_or_input=True)
 """Fusion kinds whose output XLA may write over an operand read element by element
 (CanShareOperandBufferWithUser); a backend may allow more (`tpu.ELEMENTWISE_SHARING_KINDS`)."""
 

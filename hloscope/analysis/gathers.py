@@ -35,6 +35,7 @@ from typing import Any
 
 from ..encode import Encoded, as_json, extra
 from ..ir.module import Instruction
+from ..ir.opcodes import REDUCTION_KINDS
 from ..ir.opcodes import info as opinfo
 from .callgraph import scheduled_callees
 from .dataflow import Value
@@ -144,7 +145,7 @@ def _schedule_boundary(model: MemoryModel) -> int | None:
     """Without metadata: the step of the first gradient reduction, the first reduce-scatter
     (else all-reduce) of the schedule; None when there is none."""
     time = model.live.schedule.time
-    for kind in ("reduce-scatter", "all-reduce"):
+    for kind in REDUCTION_KINDS:
         steps = [t for inst, t in time.items() if opinfo(inst.opcode).collective == kind
                  and opinfo(inst.opcode).async_role in (None, "start")]
         if steps:
@@ -259,14 +260,10 @@ def _before_gather(operand: Instruction | None, facts: Facts) -> Instruction | N
     return operand
 
 
-_MOVES = frozenset({"bitcast", "copy", "convert", "reshape"})
-"""Ops that move or convert a parameter on its way to a gather (f32 weights cast to bf16,
-TPU's copies into another memory space)."""
-
-
 def _entry_parameter(operand: Instruction | None, callers: dict) -> Instruction | None:
-    """The entry parameter `operand` comes from, through moves and conversions, tuples and
-    loop carries; None when it is computed."""
+    """The entry parameter `operand` comes from, through ops that keep its elements (moves
+    and conversions: f32 weights cast to bf16, TPU's copies into another memory space),
+    tuples and loop carries; None when it is computed."""
     cur, steps = operand, 0
     while cur is not None and steps < 256:
         steps += 1
@@ -287,7 +284,7 @@ def _entry_parameter(operand: Instruction | None, callers: dict) -> Instruction 
                 cur = _caller_operand(src, index, callers)
             else:
                 return None
-        elif (cur.opcode in _MOVES or opinfo(cur.opcode).async_role is not None) and cur.operands:
+        elif (opinfo(cur.opcode).keeps_elements or opinfo(cur.opcode).async_role is not None) and cur.operands:
             cur = cur.operands[0]  # an async pair (copy-start/done) moves it too
         elif cur.opcode == "fusion" and len(cur.operands) == 1:
             cur = cur.operands[0]  # a fused conversion of one input
@@ -461,6 +458,6 @@ def _zero_padded(inst: Instruction) -> bool:
 
 
 def _is_zero(inst: Instruction) -> bool:
-    while inst.opcode in ("broadcast", "bitcast", "reshape", "convert") and inst.operands:
+    while opinfo(inst.opcode).keeps_elements and inst.operands:
         inst = inst.operands[0]
     return inst.opcode == "constant" and (inst.literal or "").strip() in ("0", "0.0", "-0", "false", "0.")

@@ -14,6 +14,7 @@ from typing import Any
 from ..encode import Encoded, as_json, by_key
 from ..errors import NotScheduledError
 from ..ir.module import Instruction
+from ..ir.opcodes import custom_call, custom_call_names
 from . import tpu
 from .callgraph import callees_first, scheduled_computations
 from .dataflow import (
@@ -126,7 +127,7 @@ def with_xla(analysis: MemoryAnalysis, stats) -> MemoryAnalysis:
     return dataclasses.replace(analysis, xla=xla)
 
 
-_GPU_MARKERS = ("operation_queue_id", "__triton", "__cublas")
+_GPU_MARKERS = ("operation_queue_id", "__triton", *custom_call_names(marks_gpu=True))
 
 
 def detect_platform(module, facts: Facts = PLAIN) -> str:
@@ -147,7 +148,7 @@ def _marks_gpu(inst: Instruction) -> bool:
         config = attributes.get("backend_config", "")
     if "operation_queue_id" in config or "fusion_backend_config" in config and "__triton" in config:
         return True
-    return inst.opcode == "custom-call" and "__cublas" in attributes.get("custom_call_target", "")
+    return inst.opcode == "custom-call" and custom_call(attributes.get("custom_call_target", "")).marks_gpu
 
 
 class _Allocation:

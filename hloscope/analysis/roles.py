@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ..encode import Encoded, as_json
 from ..ir.attributes import unquote
 from ..ir.module import Instruction
+from ..ir.opcodes import REDUCTION_KINDS, fusion_kinds
 from ..ir.opcodes import info as opinfo
 from ..ir.opcodes import moves_data as opcode_moves_data
 from .callgraph import loop_parts
@@ -46,7 +47,8 @@ ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "grad
          "collective_buffers", "loop_state", "temporaries", "unknown")
 """Every role, in report order."""
 
-_GRADIENT_REDUCTIONS = frozenset({"reduce-scatter", "all-reduce"})
+_GRADIENT_REDUCTIONS = frozenset(REDUCTION_KINDS)
+_LOOP_OR_INPUT = fusion_kinds(loop_or_input=True)
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ def _keeps_gradient(inst: Instruction) -> bool:
     if inst.opcode == "fusion":
         # Loop and input (reduction) fusions compute elementwise or reduce; custom and output
         # fusions hold matrix products.
-        return inst.attributes.get("kind") in ("kLoop", "kInput")
+        return inst.attributes.get("kind") in _LOOP_OR_INPUT
     return opinfo(inst.opcode).carries_role
 
 

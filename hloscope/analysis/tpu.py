@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from ..ir.opcodes import custom_call, fusion_kinds
 from .callgraph import loop_parts, scheduled_computations
 from .facts import PLAIN, Facts
 
@@ -65,16 +66,13 @@ made it (`TpuRules.fast_merge_assignment`)."""
 
 VMEM_SPACE = 1
 
-VIEW_CUSTOM_CALLS = ("ConcatBitcast",)
-"""Custom-call targets whose result is no buffer of its own but a view of its operands',
-which memory-space assignment lays end to end (a dump puts `custom-call.12 =
-f32[8192,512]{...S(1)} custom-call(slice-done.12, ...), custom_call_target="ConcatBitcast"`
-at the offset of its first operand's buffer; the VMEM heap trace has no event for it)."""
-
-
 def is_view(inst) -> bool:
+    """A custom-call whose result is no buffer of its own but a view of its operands'
+    (`CustomCallTarget.view_of_operands`: a dump puts `custom-call.12 = f32[8192,512]{...S(1)}
+    custom-call(slice-done.12, ...), custom_call_target="ConcatBitcast"` at the offset of its
+    first operand's buffer; the VMEM heap trace has no event for it)."""
     target = inst.attributes.get("custom_call_target", "") if inst.opcode == "custom-call" else ""
-    return target.strip('"') in VIEW_CUSTOM_CALLS
+    return bool(target) and custom_call(target.strip('"')).view_of_operands
 
 
 def vmem_trace_peak(values, live, dataflow) -> int:
@@ -90,7 +88,7 @@ def vmem_trace_peak(values, live, dataflow) -> int:
       XLA's live ranges are);
     - a value at a computation's ROOT ends before the caller's step (a loop body's state is
       freed before the loop's results are allocated);
-    - no event: a `VIEW_CUSTOM_CALLS` result (its operands count until it dies), a loop
+    - no event: a view's result (`is_view`: its operands count until it dies), a loop
       condition's parameter, a value nothing reads (live at its definition only).
     """
     ranges, own_end, span = live.ranges, live.own_end, live.schedule.span
@@ -139,15 +137,9 @@ def must_not_live_out(value) -> bool:
     return bool(written) and value.shape.text in written
 
 
-ELEMENTWISE_SHARING_KINDS = ("kLoop", "kInput", "kOutput")
+ELEMENTWISE_SHARING_KINDS = fusion_kinds(tpu_shares_elementwise_operands=True)
 """Fusion kinds whose output may be written over an operand every fused user reads element by
-element: XLA's generic rule allows loop and input fusions; TPU's dumps show output fusions too
-(`convolution_add_fusion.1 = fusion(fusion.483, ...), kind=kOutput`, whose ROOT converts the
-sum of its converted parameter 0 and a convolution, takes fusion.483's offset as that dies, as
-do the 3 more such fusions of a pure-DP step at batch 512)."""
-
-IN_PLACE_COLLECTIVES = ("all-reduce",)
-"""Collectives whose result element i may take operand i's buffer (`may_alias`)."""
+element (`FusionKind.tpu_shares_elementwise_operands`)."""
 
 
 def may_alias(operand, user, user_index: tuple) -> bool | None:
@@ -157,7 +149,7 @@ def may_alias(operand, user, user_index: tuple) -> bool | None:
     every all-reduce result whose operand is in the HBM temp heap and dies there takes its
     offset (10 of 10 elements of a 29-operand all-reduce, the rest's operands being in
     donated arguments' allocations; a scalar loss all-reduce in every step of 0.0.50)."""
-    if user.opcode not in IN_PLACE_COLLECTIVES:
+    if "tpu" not in user.info.in_place_on:
         return None
     ops = user.operands
     return len(ops) == 1 or (len(user_index) == 1 and user_index[0] < len(ops) and ops[user_index[0]] is operand)

@@ -35,6 +35,13 @@ CALLS_KINDS = ("loop", "call", "branches", "async", "fused", "applied")
 
 _SCHEDULED_CALLS = frozenset(CALLS_KINDS[:4])
 
+COSTS_PER_ELEMENT = ("flop", "transcendental")
+"""Every `OpInfo.cost_per_element`."""
+
+REDUCTION_KINDS = ("reduce-scatter", "all-reduce")
+"""Collective kinds that sum across devices (what reduces gradients), reduce-scatter first:
+a step that shards its gradients reduce-scatters them and all-reduces the rest."""
+
 
 @dataclass(frozen=True, slots=True)
 class OpInfo:
@@ -106,10 +113,34 @@ class OpInfo:
     """Its output is (part of) its operands' bytes as they are, nothing computed: bitcast,
     copy, reshape, transpose, slices, concatenate, and the asynchronous forms of these (the
     moves between memory spaces XLA adds, often without metadata)."""
+    keeps_elements: bool = False
+    """Every element of its output is an element of operand 0, as it is or converted to another
+    element type: bitcast, copy, convert, reshape, transpose, broadcast, slices, and the
+    asynchronous forms of these. What an element is (an entry parameter's, a zero, a loop
+    counter's value), the output's are too. Unlike `moves_data`, a conversion keeps elements,
+    and a concatenation of several operands does not."""
     carries_role: bool = False
     """Its output is its operands' values converted, rearranged, combined element by element
     or summed (a reduce): what an operand is to a training step, the output is too (a sum
     of gradients is a gradient; roles). The elementwise ops and the moves among others."""
+    in_place_on: frozenset[str] = frozenset()
+    """The backends whose collective library writes its result over its operand (element i
+    over operand i): GPU's NCCL for all-reduce and collective-broadcast (XLA's
+    NVPTXAliasInfo::MayAlias), TPU for all-reduce (what its dumps show)."""
+
+    # XLA's HloCostAnalysis (hloscope.analysis.cost prices each op by its handler).
+    cost_per_element: str | None = None
+    """What the cost analysis counts per result element of an elementwise op
+    (HandleElementwiseOp): `flop`, or `transcendental` (exp, log, tanh, ...: XLA counts those
+    apart). None for every other op, copy included (HandleCopy counts its bytes alone)."""
+    costs_nothing: bool = False
+    """It forwards a pointer or only orders others: no flops and no bytes accessed
+    (HandleParameter, HandleConstant, HandleGetTupleElement, HandleBitcast, HandleDomain,
+    HandleAfterAll, HandleAddDependency)."""
+    priced_by_callees: bool = False
+    """Its cost is that of the computations it calls (a fusion's fused ops, a loop's body and
+    condition, a reducer × its applications): whether it recomputes forward ops is judged
+    there, instruction by instruction."""
     sugar: bool = False
     """Printing sugar for an async-start/-update/-done wrapping `wrapped` (`reduce-scatter-start`):
     the text has no wrapped computation."""
@@ -127,6 +158,8 @@ class OpInfo:
             raise ValueError(f"{self.name}: unknown value rule {self.value_rule!r}")
         if self.calls_kind is not None and self.calls_kind not in CALLS_KINDS:
             raise ValueError(f"{self.name}: unknown calls kind {self.calls_kind!r}")
+        if self.cost_per_element not in (None, *COSTS_PER_ELEMENT):
+            raise ValueError(f"{self.name}: unknown cost per element {self.cost_per_element!r}")
         object.__setattr__(self, "runs_callees", self.calls_kind in _SCHEDULED_CALLS)
 
     @property
@@ -141,7 +174,7 @@ def _op(name, **kw) -> OpInfo:
 
 _PLAIN = """
 abs add after-all and atan2 batch-norm-grad batch-norm-inference batch-norm-training
-bitcast-convert broadcast cbrt ceil cholesky clamp clz compare complex concatenate constant
+bitcast-convert broadcast cbrt ceil cholesky clamp count-leading-zeros compare complex concatenate constant
 convert convolution copy cosine divide dot dynamic-reshape dynamic-slice dynamic-update-slice
 erf exponential exponential-minus-one fft floor gather get-dimension-size imag infeed iota
 is-finite log log-plus-one logistic maximum minimum multiply negate not or outfeed pad
@@ -154,7 +187,7 @@ fusion reduce reduce-window map sort select-and-scatter custom-call
 """.split()
 
 _ELEMENTWISE = """
-abs add and atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cosine divide
+abs add and atan2 bitcast-convert cbrt ceil clamp count-leading-zeros compare complex convert copy cosine divide
 erf exponential exponential-minus-one floor imag is-finite log log-plus-one logistic maximum
 minimum multiply negate not or popcnt power real reduce-precision remainder round-nearest-afz
 round-nearest-even rsqrt select shift-left shift-right-arithmetic shift-right-logical sign
@@ -166,6 +199,20 @@ sine sqrt stochastic-convert subtract tan tanh xor
 _NEVER_IN_PLACE = """
 parameter constant tuple get-tuple-element bitcast broadcast reshape transpose copy slice dot
 convolution iota concatenate while call conditional partition-id replica-id
+""".split()
+
+# HloCostAnalysis::HandleElementwiseOp counts these as transcendentals, not flops.
+_TRANSCENDENTAL = """
+erf exponential log logistic power sqrt cbrt rsqrt tanh sine cosine exponential-minus-one log-plus-one
+atan2 tan
+""".split()
+
+# HloCostAnalysis counts nothing for these (see `OpInfo.costs_nothing`).
+_COSTS_NOTHING = "parameter constant get-tuple-element bitcast domain after-all add-dependency".split()
+
+# HloCostAnalysis prices these by their callees (see `OpInfo.priced_by_callees`).
+_PRICED_BY_CALLEES = """
+fusion call async-start while conditional reduce map reduce-window select-and-scatter scatter
 """.split()
 
 # Ops whose callee (`to_apply`, `select`, `scatter`) is applied element by element.
@@ -228,8 +275,20 @@ for _name in _APPLIES:
 for _name in ("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "slice", "dynamic-slice",
               "concatenate"):
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], moves_data=True)
+for _name in ("bitcast", "copy", "copy-start", "copy-done", "convert", "reshape", "transpose", "broadcast", "slice",
+              "dynamic-slice"):
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], keeps_elements=True)
 for _name in _ELEMENTWISE:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True)
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True,
+                                        cost_per_element=None if _name == "copy" else "flop")
+for _name in _TRANSCENDENTAL:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], cost_per_element="transcendental")
+for _name in _COSTS_NOTHING:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], costs_nothing=True)
+for _name in _PRICED_BY_CALLEES:
+    _TABLE[_name] = dataclasses.replace(_TABLE[_name], priced_by_callees=True)
+_TABLE["all-reduce"] = dataclasses.replace(_TABLE["all-reduce"], in_place_on=frozenset({"gpu", "tpu"}))
+_TABLE["collective-broadcast"] = dataclasses.replace(_TABLE["collective-broadcast"], in_place_on=frozenset({"gpu"}))
 for _name in set(_ELEMENTWISE) | {"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "select",
                                    "concatenate", "slice", "dynamic-slice", "dynamic-update-slice", "broadcast"}:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], carries_role=True)
@@ -239,12 +298,12 @@ for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
 # XLA's HLO_OPCODE_LIST arities (xla/hlo/ir/hlo_opcode.h) of the table's fixed-arity opcodes.
 _ARITIES = {
     0: "constant iota parameter partition-id replica-id rng-get-and-update-state",
-    1: """abs bitcast bitcast-convert broadcast cbrt ceil cholesky clz convert copy copy-done copy-start cosine
-          domain erf exponential exponential-minus-one fft floor get-dimension-size get-tuple-element imag infeed
-          is-finite log log-plus-one logistic negate not opt-barrier popcnt real reduce-precision reshape reverse
-          rng-bit-generator round-nearest-afz round-nearest-even rsqrt sign sine slice sqrt tan tanh topk
-          transpose while all-gather-done all-reduce-done async-done collective-permute-done recv recv-done
-          send-done""",
+    1: """abs bitcast bitcast-convert broadcast cbrt ceil cholesky count-leading-zeros convert copy copy-done
+          copy-start cosine domain erf exponential exponential-minus-one fft floor get-dimension-size
+          get-tuple-element imag infeed is-finite log log-plus-one logistic negate not opt-barrier popcnt real
+          reduce-precision reshape reverse rng-bit-generator round-nearest-afz round-nearest-even rsqrt sign sine
+          slice sqrt tan tanh topk transpose while all-gather-done all-reduce-done async-done
+          collective-permute-done recv recv-done send-done""",
     2: """add add-dependency and atan2 compare complex divide dot gather maximum minimum multiply or outfeed pad
           power remainder send set-dimension-size shift-left shift-right-arithmetic shift-right-logical
           stochastic-convert subtract triangular-solve xor""",
@@ -292,6 +351,7 @@ def _sugar(opcode: str) -> OpInfo | None:
                     value_rule=_SUGAR_VALUE_RULES[role],
                     start_element=1 if role == "done" else None,
                     moves_data=wrapped.moves_data,
+                    keeps_elements=wrapped.keeps_elements,
                     sugar=True,
                 )
     return None
@@ -336,16 +396,95 @@ def start_is_wrapper(opcode: str, shape, operand_count: int) -> bool | None:
     return None
 
 
-MOVING_CUSTOM_CALL_TARGETS = frozenset({"ConcatBitcast"})
-"""custom-call targets that only move data: TPU's concatenation of the slices its memory-space
-assignment fetches back (in every TPU dump, fed by `slice-done`s)."""
+@dataclass(frozen=True, slots=True)
+class CustomCallTarget:
+    """Facts about the custom-calls of one `custom_call_target`, or of a family of targets
+    that all hold `name` (every cuBLAS target holds `__cublas`)."""
+
+    name: str
+    family: bool = False
+    """`name` is a part every target of the family holds, not a whole target."""
+    moves_data: bool = False
+    """It only moves data (`OpInfo.moves_data`)."""
+    view_of_operands: bool = False
+    """Its result is no buffer of its own but a view of its operands' buffers, which TPU's
+    memory-space assignment lays end to end."""
+    marks_gpu: bool = False
+    """Only a GPU backend emits it."""
+    workspace_output: tuple[int, ...] | None = None
+    """The output index that is its scratch workspace, never written over an operand (XLA's
+    GPU AliasInfo)."""
+
+
+CUSTOM_CALL_TARGETS = (
+    # TPU's concatenation of the slices its memory-space assignment fetches back (in every TPU
+    # dump, fed by `slice-done`s): at the offset of its first operand's buffer.
+    CustomCallTarget("ConcatBitcast", moves_data=True, view_of_operands=True),
+    CustomCallTarget("__cublas", family=True, marks_gpu=True),
+    CustomCallTarget("__cublas$lt$matmul", family=True, workspace_output=(1,)),
+)
+"""The custom-call targets hloscope knows facts about; any other is opaque."""
+
+_NO_TARGET = CustomCallTarget("")
+
+
+@functools.lru_cache(maxsize=1024)
+def custom_call(target: str) -> CustomCallTarget:
+    """The facts about custom-calls of `target` (unquoted): its own entry's, or those of every
+    family it belongs to, together."""
+    found = [t for t in CUSTOM_CALL_TARGETS if (t.name in target if t.family else t.name == target)]
+    if not found:
+        return _NO_TARGET
+    if len(found) == 1:
+        return found[0]
+    workspaces = [t.workspace_output for t in found if t.workspace_output is not None]
+    return CustomCallTarget(target, moves_data=any(t.moves_data for t in found),
+                            view_of_operands=any(t.view_of_operands for t in found),
+                            marks_gpu=any(t.marks_gpu for t in found),
+                            workspace_output=workspaces[0] if workspaces else None)
+
+
+def custom_call_names(**facts) -> tuple[str, ...]:
+    """The names of `CUSTOM_CALL_TARGETS` with every given fact (`custom_call_names(marks_gpu=True)`)."""
+    return tuple(t.name for t in CUSTOM_CALL_TARGETS if all(getattr(t, k) == v for k, v in facts.items()))
 
 
 def moves_data(opcode: str, custom_call_target: str | None = None) -> bool:
     """Whether an op of this opcode (a custom-call: of this target) only moves data."""
     if opcode == "custom-call":
-        return custom_call_target in MOVING_CUSTOM_CALL_TARGETS
+        return custom_call(custom_call_target).moves_data if custom_call_target is not None else False
     return info(opcode).moves_data
+
+
+@dataclass(frozen=True, slots=True)
+class FusionKind:
+    """Facts about one fusion kind (`kind=kLoop`)."""
+
+    name: str
+    loop_or_input: bool = False
+    """A loop fusion (elementwise) or an input fusion (a reduction emitter): it computes
+    element by element or reduces, so an operand it reads element by element may give its
+    buffer to the output (XLA's generic CanShareOperandBufferWithUser allows these two)."""
+    tpu_shares_elementwise_operands: bool = False
+    """TPU lets its output be written over an operand every fused user reads element by
+    element: loop and input fusions, and output fusions too (its dumps:
+    `convolution_add_fusion.1 = fusion(fusion.483, ...), kind=kOutput`, whose ROOT converts
+    the sum of its converted parameter 0 and a convolution, takes fusion.483's offset as that
+    dies, as do the 3 more such fusions of a pure-DP step at batch 512)."""
+
+
+FUSION_KINDS = {k.name: k for k in (
+    FusionKind("kLoop", loop_or_input=True, tpu_shares_elementwise_operands=True),
+    FusionKind("kInput", loop_or_input=True, tpu_shares_elementwise_operands=True),
+    FusionKind("kOutput", tpu_shares_elementwise_operands=True),
+    FusionKind("kCustom"),
+)}
+"""XLA's fusion kinds, by the name the text writes."""
+
+
+def fusion_kinds(**facts) -> tuple[str, ...]:
+    """The names of `FUSION_KINDS` with every given fact (`fusion_kinds(loop_or_input=True)`)."""
+    return tuple(k.name for k in FUSION_KINDS.values() if all(getattr(k, f) == v for f, v in facts.items()))
 
 
 def all_known() -> list[str]:

@@ -609,7 +609,21 @@ _CALLEE_VALUE = re.compile(r"\s*(\{[^{}]*\}|%?[A-Za-z_][\w.\-]*)")
 _INLINE_VALUE = re.compile(r"\s*\{[^{}=]*=")
 
 
-_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
+# What XLA's lexer takes whole, in text order: a string (a `/*` inside one opens no comment),
+# a `//` comment to the end of its line, and a `/*...*/` comment (group 1; an unclosed one
+# runs to the end of the text).
+_LEXED_WHOLE = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|//[^\n]*|(/\*.*?(?:\*/|\Z))""", re.DOTALL)
+# From each `/*` on to its `*/`, strings and `//` comments not looked at: a superset of the
+# comments, found fast (one search) where a module has no comment that spans lines.
+_MAYBE_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
+
+
+def _comments_spanning_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each `/*...*/` comment that spans lines (XLA prints none: its index
+    comments close on their line), in text order: a reference inside one is no reference."""
+    if "/*" not in text or not any("\n" in m.group() for m in _MAYBE_COMMENT.finditer(text)):
+        return []  # every comment spanning lines is inside one of these
+    return [m.span(1) for m in _LEXED_WHOLE.finditer(text) if m.group(1) and "\n" in m.group(1)]
 
 
 def check_references(modules, text: str, hits: list[tuple[int, int]]) -> None:
@@ -629,10 +643,7 @@ def check_references(modules, text: str, hits: list[tuple[int, int]]) -> None:
         index.append(names)
     lines = [h[0] for h in heads]
     line, counted = 1, 0
-    # Comments that span lines (XLA prints none; its index comments close on their line),
-    # found once: a reference inside one is no reference.
-    spanning = [(m.start(), m.end()) for m in _COMMENT.finditer(text) if "\n" in m.group(0)] \
-        if "/*" in text else []
+    spanning = _comments_spanning_lines(text)  # found once
     span_starts = [s for s, _ in spanning]
     for at, k in hits:
         key_at = at - len(COMPUTATION_ATTRIBUTES[k]) - 1
@@ -1455,7 +1466,8 @@ def attach_source(err: HloSyntaxError, text: str, filename: str) -> HloSyntaxErr
     return HloSyntaxError(err.message, line, column or 1, source_line, filename)
 
 
-_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+# A closed `/*...*/` comment within one instruction (`/*index=5*/` in an operand list).
+_OPERAND_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 
 def _locate(err: HloSyntaxError, text: str, start: int) -> tuple[int, int]:
@@ -1469,7 +1481,7 @@ def _locate(err: HloSyntaxError, text: str, start: int) -> tuple[int, int]:
         lo = parts.start(5) if parts else text.find("(", start)
         hi = parts.end(5) if parts else text.find("\n", max(lo, start))
         if lo >= 0:
-            segment = _COMMENT.sub(lambda c: " " * len(c.group()), text[lo:hi if hi >= 0 else None])
+            segment = _OPERAND_COMMENT.sub(lambda c: " " * len(c.group()), text[lo:hi if hi >= 0 else None])
             found = _name_pattern(err.hint).search(segment)
             pos = lo + found.start() if found else None
     else:

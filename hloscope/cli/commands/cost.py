@@ -1,6 +1,8 @@
 import click
 
-from ...analysis.cost import GROUP_KEYS, TARGETS, roofline
+from ...analysis.cost import GROUP_KEYS
+from ...analysis.hardware import TARGETS
+from ...analysis.roofline import roofline
 from ...report import cost_report
 from . import (
     emit,

@@ -1,0 +1,53 @@
+"""A lower bound on a step's time on an accelerator, from the step's cost and the target's
+published peaks (`hardware.TARGETS`): an estimate, labelled as one, never a measurement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..encode import Encoded, extra
+from .cost import CostResult
+from .hardware import TARGETS
+
+
+ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measurement: FLOPs at the dense bf16 "
+                 "peak, bytes accessed at the HBM bandwidth, collective wire bytes at half the published "
+                 "bidirectional interconnect bandwidth; the step takes at least the largest of the three")
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline(Encoded):
+    """A lower bound on one step's time on a target, from its published peaks."""
+
+    target: str
+    compute_seconds: float
+    memory_seconds: float
+    collective_seconds: float
+    seconds: float
+    """The largest of the three: the step cannot be faster, whatever overlaps."""
+    bound: str
+    """`compute`, `memory` or `collective`: which term sets `seconds`."""
+    serial_seconds: float
+    """The three added: the time with no overlap at all."""
+    source: str
+    json_extra = (extra("estimate", lambda _: True, after="target"),
+                  extra("note", lambda _: ESTIMATE_NOTE, after="estimate"))
+
+
+def roofline(cost: CostResult, target: str) -> Roofline:
+    """The roofline estimate of `cost` on one of TARGETS."""
+    t = TARGETS.get(target)
+    if t is None:
+        raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    terms = {
+        "compute": cost.flops / t.peak_flops,
+        "memory": cost.bytes_accessed / t.hbm_bytes_per_second,
+        "collective": cost.collective_wire_bytes / (t.interconnect_bytes_per_second / 2),
+    }
+    bound = max(terms, key=lambda k: terms[k])
+    return Roofline(target=t.name, compute_seconds=terms["compute"], memory_seconds=terms["memory"],
+                    collective_seconds=terms["collective"], seconds=terms[bound], bound=bound,
+                    serial_seconds=sum(terms.values()), source=t.source)
+
+
+__all__ = ["ESTIMATE_NOTE", "Roofline", "roofline"]
