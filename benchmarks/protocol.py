@@ -45,14 +45,23 @@ With several --repo, every step runs each checkout in turn within each repetitio
 B, ...), so that the machine's drift falls on both alike; each child runs with cwd = its
 checkout and PYTHONPATH = its checkout (checked: the priming run prints hloscope.__file__).
 
-`--mechanisms`: `memory` and `count-collectives` cold with each speed mechanism turned off in
-turn, against a baseline run in the same repetitions. Where hloscope has a switch (an
+`--mechanisms`: `memory` and `count-collectives` cold (`diff` for read-ahead) with each speed
+mechanism turned off in turn, against a baseline run in the same repetitions. Where hloscope has a switch (an
 environment variable) it is used; where it has none, the benchmark's child sets a module
 constant or replaces a function before hloscope's CLI starts (`patch` rows: hloscope's code is
 not changed; a checkout without that constant or function shows n/a). The table says where a
 switch would go. Each run's output is hashed: a mechanism turned off must not change it.
 
-The machine may be shared: load average at the start and end, CPU time beside wall time.
+The machine may be shared: load average at the start and end, CPU time beside wall time, and
+for every run how many CPUs other work kept busy meanwhile ("others' CPUs", from /proc/stat:
+the machine's busy time less the child's own); --quiet S waits up to S seconds before each run
+for other work to drop under half a CPU. The machine's speed drifts too: XLA's parse is timed
+again in this process just before each cold and warm run, and each run's ratio to it (the
+median over the repetitions, "× XLA paired") is printed beside the best-of verdict, which
+stays the protocol's. Mechanism gains are given as best-of differences and as the median of
+each repetition's run less the baseline run of that repetition.
+
+Also the unit's check: `--xla-in-child` times XLA's parse in the full-parse child as well.
 """
 
 from __future__ import annotations
@@ -307,12 +316,46 @@ def describe_checkout(path: Path, work: Path) -> Checkout:
 
 _counter = [0]
 
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+QUIET = [0.0]
+"""--quiet: how long to wait before each timed run for the machine's other work to calm down."""
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(v) - v[3] - v[4]) / TICK  # all but idle and iowait
+
+
+def wait_quiet() -> float:
+    """Wait, at most QUIET s, until other work uses less than half a CPU (sampled over 0.5 s
+    while this process sleeps); the seconds waited."""
+    waited = 0.0
+    while waited < QUIET[0]:
+        b0 = busy_seconds()
+        time.sleep(0.5)
+        b1 = busy_seconds()
+        waited += 0.5
+        if b0 is None or b1 is None or (b1 - b0) / 0.5 < 0.5:
+            break
+    return waited
+
 
 def run_child(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra_env: dict | None = None,
-              label: str = "", quiet: bool = False) -> dict:
-    """One child through the launcher: wall, cpu (s), peak RSS (MB), its stdout's hash, exit status."""
+              label: str = "", quiet: bool = False, before=None) -> dict:
+    """One child through the launcher: wall, cpu (s), peak RSS (MB), its stdout's hash, exit
+    status, and how many CPUs other work kept busy meanwhile (`others`: the machine's busy time
+    over the run, less the child's own CPU time, per second of wall time). Unless `quiet`
+    (an untimed run), first wait for calm (--quiet), then `before()` (its value: `before`)."""
     _counter[0] += 1
     result_file = checkout.work.parent / f"launch-{_counter[0]}.json"
+    waited = wait_quiet() if not quiet else 0.0
+    before_value = before() if before is not None else None
+    b0 = busy_seconds()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(result_file), *argv], cwd=checkout.path,
                              env=checkout.env(cache_dir, extra_env), stdout=out, stderr=err,
@@ -324,6 +367,7 @@ def run_child(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             timed_out = True
+        b1 = busy_seconds()
         out.seek(0)
         sha = hashlib.sha256(out.read()).hexdigest()[:12]
         err.seek(0)
@@ -334,11 +378,16 @@ def run_child(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra
     except (OSError, ValueError):
         data = {"wall": float("nan"), "user": float("nan"), "sys": float("nan"), "maxrss_kib": 0, "rc": -1}
     r = {"wall": data["wall"], "cpu": data["user"] + data["sys"], "rss_mb": data["maxrss_kib"] / 1024,
-         "rc": data["rc"], "timeout": timed_out, "out": sha, "err": err_text[-2000:]}
+         "rc": data["rc"], "timeout": timed_out, "out": sha, "err": err_text[-2000:], "waited": waited,
+         "before": before_value}
+    r["others"] = (max(0.0, (b1 - b0) - r["cpu"]) / r["wall"]
+                   if b0 is not None and b1 is not None and r["wall"] > 0 else float("nan"))
     if not quiet:
         status = "TIMED OUT" if timed_out else ("" if r["rc"] == 0 else f"exit {r['rc']}")
+        paired = f" (XLA just before {before_value:.2f} s)" if isinstance(before_value, float) else ""
         print(f"    {checkout.label:28s} {r['wall']:7.2f} s wall {r['cpu']:7.2f} s cpu {r['rss_mb']:6.0f} MB  "
-              f"{label} {status}", flush=True)
+              f"others {r['others']:.1f} CPU{f', waited {waited:.0f} s' if waited >= 1 else ''}  "
+              f"{label}{paired} {status}", flush=True)
         if r["rc"] not in (0, NO_HOOK) and not timed_out:
             print("      stderr: " + err_text[-600:].replace("\n", "\n      "), flush=True)
     return r
@@ -378,8 +427,17 @@ def best(runs: list[dict]) -> dict:
     if not done:
         return {**runs[-1], "runs": [r["wall"] for r in runs], "ok": False}
     b = min(done, key=lambda r: r["wall"])
+    paired = sorted(r["wall"] / r["before"] for r in done if isinstance(r.get("before"), float))
     return {**b, "runs": [r["wall"] for r in runs], "cpus": [r["cpu"] for r in runs],
+            "others_all": [r["others"] for r in runs], "xla_before": [r.get("before") for r in runs],
+            "paired": paired, "paired_median": median(paired) if paired else None,
             "rss_max": max(r["rss_mb"] for r in done), "outs": sorted({r["out"] for r in done}), "ok": True}
+
+
+def median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 # ─── one module, all checkouts ──────────────────────────────────────────────────────────
@@ -398,9 +456,11 @@ def xla_parse(text: str, repeat: int) -> list[float]:
     return times
 
 
-def command_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repeat: int) -> dict:
-    """memory, count-collectives, diff: cold (fresh primed cache each run) then warm."""
+def command_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repeat: int, text: str | None) -> dict:
+    """memory, count-collectives, diff: cold (fresh primed cache each run) then warm. With
+    `text` (A's), XLA's parse of it is timed in this process just before each run."""
     py = sys.executable
+    before = (lambda: xla_parse(text, 1)[0]) if text is not None else None
     commands = {"memory": ["memory", str(a)], "count-collectives": ["count-collectives", str(a)],
                 "diff": ["diff", str(a), str(b)]}
     out: dict = {}
@@ -410,12 +470,13 @@ def command_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repeat:
         cold = {c.label: [] for c in checkouts}
         for _ in range(repeat):
             for c in checkouts:
-                cold[c.label].append(run_child(argv, c, fresh_cache(c), label=f"{name} cold ({kind})"))
+                cold[c.label].append(run_child(argv, c, fresh_cache(c), label=f"{name} cold ({kind})",
+                                               before=before))
         print(f"  hloscope {name}, warm (the last cold run's cache) ...", flush=True)
         warm = {c.label: [] for c in checkouts}
         for _ in range(repeat):
             for c in checkouts:
-                warm[c.label].append(run_child(argv, c, c.cache, label=f"{name} warm ({kind})"))
+                warm[c.label].append(run_child(argv, c, c.cache, label=f"{name} warm ({kind})", before=before))
         for c in checkouts:
             out[(name, c.label)] = {"cold": best(cold[c.label]), "warm": best(warm[c.label])}
     return out
@@ -470,7 +531,17 @@ def mechanism_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repea
                         runs[key] = None
                         continue
                     runs.setdefault(key, []).append(r)
-    return {k: (best(v) if v else None) for k, v in runs.items()}
+    out = {}
+    for key, v in runs.items():
+        if not v:
+            out[key] = None
+            continue
+        out[key] = best(v)
+        base = runs.get(("baseline", key[1], key[2])) or []
+        pairs = [(r, b) for r, b in zip(v, base) if r["rc"] == 0 == b["rc"] and not (r["timeout"] or b["timeout"])]
+        out[key]["paired_gain"] = median([r["wall"] - b["wall"] for r, b in pairs]) if pairs else None
+        out[key]["paired_cpu_gain"] = median([r["cpu"] - b["cpu"] for r, b in pairs]) if pairs else None
+    return out
 
 
 # ─── reporting ──────────────────────────────────────────────────────────────────────────
@@ -481,78 +552,86 @@ def fmt_s(x: float) -> str:
 
 
 def module_table(res: dict, checkouts: list[Checkout]) -> tuple[list[str], list[tuple[str, bool]]]:
-    """Markdown rows of one module's results, and the (label, ok) checks."""
+    """Markdown rows of one module's results (each measure, then each checkout), and the
+    (label, ok) checks."""
     kind, xla, size = res["kind"], res["xla"], res["size"]
     lines, checks = [], []
+
+    def row(lab, measure, x, target, unit_note="", rss_target=True, paired=None):
+        wall, cpu, rss = x["wall"], x.get("cpu"), x.get("rss_max")
+        ratio = wall / xla
+        ok = ratio <= target if target is not None else None
+        rss_ratio = rss * 2**20 / size if rss is not None else None
+        ok_rss = (rss_ratio <= TARGETS["rss"]) if (rss is not None and rss_target) else None
+        if ok is not None:
+            checks.append((f"{kind} · {lab} · {measure}: {ratio:.2f}× XLA ≤ {target:g}×", ok))
+        if ok_rss is not None:
+            checks.append((f"{kind} · {lab} · {measure}: peak RSS {rss_ratio:.2f}× file ≤ {TARGETS['rss']:g}×",
+                           ok_rss))
+        tgt = f"≤ {target:g}×{unit_note} {verdict(ok)}" if target is not None else ""
+        rss_s = f"{rss:.0f} MB ({rss_ratio:.2f}×) {verdict(ok_rss) if ok_rss is not None else ''}" \
+            if rss is not None else ""
+        others = x.get("others")
+        lines.append(f"| {kind} | {measure} | {lab} | {fmt_s(wall)} | {fmt_s(cpu) if cpu is not None else ''} | "
+                     f"{ratio:.2f}× | {tgt} | {paired or ''} | {rss_s} | "
+                     f"{f'{others:.1f}' if isinstance(others, float) else ''} |")
+
+    lines.append(f"| {kind} | XLA hlo_module_from_text | (this process) | {fmt_s(xla)} |  | 1.00× | unit |"
+                 f" runs {' '.join(fmt_s(t) for t in res['xla_runs'])}; at the end "
+                 f"{' '.join(fmt_s(t) for t in res['xla_end_runs'])} |  |  |")
     for c in checkouts:
-        lab = c.label
-
-        def row(measure, wall, cpu, target, rss=None, unit=xla, unit_note="", rss_target=True):
-            ratio = wall / unit
-            ok = ratio <= target if target is not None else None
-            rss_ratio = rss * 2**20 / size if rss is not None else None
-            ok_rss = (rss_ratio <= TARGETS["rss"]) if (rss is not None and rss_target) else None
-            if ok is not None:
-                checks.append((f"{kind} · {lab} · {measure}: {ratio:.2f}× XLA ≤ {target:g}×", ok))
-            if ok_rss is not None:
-                checks.append((f"{kind} · {lab} · {measure}: peak RSS {rss_ratio:.2f}× file ≤ {TARGETS['rss']:g}×",
-                               ok_rss))
-            tgt = f"≤ {target:g}×{unit_note}" if target is not None else ""
-            rss_s = f"{rss:.0f} MB ({rss_ratio:.2f}×)" if rss is not None else ""
-            lines.append(f"| {kind} | {lab} | {measure} | {fmt_s(wall)} | {fmt_s(cpu) if cpu is not None else ''} | "
-                         f"{ratio:.2f}× | {tgt} {verdict(ok) if ok is not None else ''} | {rss_s} "
-                         f"{verdict(ok_rss) if ok_rss is not None else ''} |")
-
-        if c is checkouts[0]:
-            lines.append(f"| {kind} | (this process) | XLA hlo_module_from_text | {fmt_s(xla)} |  | 1.00× | unit "
-                         f"(runs {' '.join(fmt_s(t) for t in res['xla_runs'])}; at the end "
-                         f"{' '.join(fmt_s(t) for t in res['xla_end_runs'])}) |  |")
-        f = res["full"][lab]
-        row("parse_all (full)", f["best"], None, TARGETS["full"], None)
-        for cmd in ("memory", "count-collectives", "diff"):
-            r = res["commands"][(cmd, lab)]
-            target_cold = TARGETS["diff_cold"] if cmd == "diff" else TARGETS["cold"]
-            note = " of A" if cmd == "diff" else ""
-            for phase, target in (("cold", target_cold), ("warm", TARGETS["warm"])):
-                x = r[phase]
+        f = res["full"][c.label]
+        in_child = f"{f['best'] / min(f['xla_child']):.2f}× XLA in the same child" if f.get("xla_child") else ""
+        row(c.label, "parse_all (full)", {"wall": f["best"]}, TARGETS["full"], paired=in_child)
+    for cmd in ("memory", "count-collectives", "diff"):
+        target_cold = TARGETS["diff_cold"] if cmd == "diff" else TARGETS["cold"]
+        note = " of A" if cmd == "diff" else ""
+        for phase, target in (("cold", target_cold), ("warm", TARGETS["warm"])):
+            for c in checkouts:
+                x = res["commands"][(cmd, c.label)][phase]
                 if not x["ok"]:
-                    lines.append(f"| {kind} | {lab} | {cmd} {phase} | failed |  |  |  |  |")
-                    checks.append((f"{kind} · {lab} · {cmd} {phase}: did not finish", False))
+                    lines.append(f"| {kind} | {cmd} {phase} | {c.label} | failed |  |  |  |  |  |  |")
+                    checks.append((f"{kind} · {c.label} · {cmd} {phase}: did not finish", False))
                     continue
-                row(f"{cmd} {phase}", x["wall"], x["cpu"], target, x["rss_max"], unit_note=note,
-                    rss_target=phase == "cold")
+                paired = f"{x['paired_median']:.2f}× (median of {len(x['paired'])})" \
+                    if x.get("paired_median") is not None else ""
+                row(c.label, f"{cmd} {phase}", x, target, unit_note=note, rss_target=phase == "cold", paired=paired)
     return lines, checks
 
 
 def mechanism_table(all_results: list[dict], checkouts: list[Checkout], mechanisms: list[Mechanism]) -> list[str]:
-    lines = ["| module | checkout | command | mechanism off | switch | cold s (cpu s) | × XLA | "
-             "gain (off − on) | peak RSS MB | output |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| module | command | mechanism off | switch | checkout | cold s (cpu s) | × XLA | gain: best-of | "
+             "gain: median of pairs (cpu) | peak RSS MB | others' CPUs | output |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for res in all_results:
         mech = res.get("mechanisms")
         if not mech:
             continue
         kind, xla = res["kind"], res["xla"]
-        for c in checkouts:
-            for cmd in ("memory", "count-collectives", "diff"):
-                base = mech.get(("baseline", cmd, c.label))
-                if base is None:
+        for cmd in ("memory", "count-collectives", "diff"):
+            for m in [Mechanism("baseline", "", "-")] + mechanisms:
+                if cmd not in m.commands and m.name != "baseline":
                     continue
-                for m in [Mechanism("baseline", "", "-")] + mechanisms:
-                    if cmd not in m.commands and m.name != "baseline":
+                for c in checkouts:
+                    base = mech.get(("baseline", cmd, c.label))
+                    if base is None:
                         continue
+                    head = f"| {kind} | {cmd} | {m.name} | {m.switch} | {c.label} |"
                     r = mech.get((m.name, cmd, c.label))
                     if r is None:
-                        lines.append(f"| {kind} | {c.label} | {cmd} | {m.name} | {m.switch} | n/a (no such hook "
-                                     f"in this checkout) |  |  |  |  |")
+                        lines.append(f"{head} n/a (no such hook in this checkout) |  |  |  |  |  |  |")
                         continue
                     if not r["ok"]:
-                        lines.append(f"| {kind} | {c.label} | {cmd} | {m.name} | {m.switch} | failed |  |  |  |  |")
+                        lines.append(f"{head} failed |  |  |  |  |  |  |")
                         continue
-                    gain = "" if m.name == "baseline" else f"{r['wall'] - base['wall']:+.2f} s"
+                    gain = paired = ""
+                    if m.name != "baseline":
+                        gain = f"{r['wall'] - base['wall']:+.2f} s"
+                        if r.get("paired_gain") is not None:
+                            paired = f"{r['paired_gain']:+.2f} s ({r['paired_cpu_gain']:+.2f} s)"
                     same = "same" if r["outs"] == base["outs"] else f"DIFFERS ({','.join(r['outs'])})"
-                    lines.append(f"| {kind} | {c.label} | {cmd} | {m.name} | {m.switch} | {r['wall']:.2f} "
-                                 f"({r['cpu']:.2f}) | {r['wall'] / xla:.2f}× | {gain} | {r['rss_max']:.0f} | {same} |")
+                    lines.append(f"{head} {r['wall']:.2f} ({r['cpu']:.2f}) | {r['wall'] / xla:.2f}× | {gain} | "
+                                 f"{paired} | {r['rss_max']:.0f} | {r['others']:.1f} | {same} |")
     return lines
 
 
@@ -592,12 +671,19 @@ def main(argv=None) -> int:
     ap.add_argument("--mechanisms-only", action="store_true", help="skip the main table (with --mechanisms)")
     ap.add_argument("--xla-in-child", action="store_true",
                     help="also time XLA's parse in the full-parse child (a check on the unit)")
+    ap.add_argument("--no-paired", action="store_true",
+                    help="do not time XLA's parse again just before each cold and warm run (the paired "
+                         "ratios, median, printed beside the best-of verdicts; ~1.5 s a run)")
+    ap.add_argument("--quiet", type=float, default=0.0, metavar="S",
+                    help="before each timed run, wait up to S seconds until other work on the machine uses "
+                         "under half a CPU (default 0: do not wait)")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every measurement as JSON")
     ap.add_argument("--markdown", type=Path, metavar="OUT", help="write the tables as markdown")
     ap.add_argument("--timeout", type=float, default=TIMEOUT, help="kill a child after this many seconds")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (caches, bytecode)")
     args = ap.parse_args(argv)
     globals()["TIMEOUT"] = args.timeout
+    QUIET[0] = args.quiet
     started = time.perf_counter()
     load_start = loadavg()
 
@@ -639,19 +725,18 @@ def main(argv=None) -> int:
             text = a.read_text()
             print(f"  XLA hlo_module_from_text in this process, best of {args.repeat} ...", flush=True)
             xla_runs = xla_parse(text, args.repeat)
-            del text
-            gc.collect()
             print(f"    {min(xla_runs):.2f} s (runs {' '.join(fmt_s(t) for t in xla_runs)})", flush=True)
             res = {"kind": kind, "file": str(a), "pair": str(b), "size": size, "pair_size": b.stat().st_size,
                    "xla": min(xla_runs), "xla_runs": xla_runs, "load_at_start": loadavg()}
             if not args.mechanisms_only:
                 res["full"] = full_parse(kind, a, checkouts, args.repeat, args.xla_in_child)
-                res["commands"] = command_rows(kind, a, b, checkouts, args.repeat)
+                res["commands"] = command_rows(kind, a, b, checkouts, args.repeat,
+                                               None if args.no_paired else text)
             if args.mechanisms:
                 res["mechanisms"] = mechanism_rows(kind, a, b, checkouts, args.repeat, mechanisms)
-            text = a.read_text()
             res["xla_end_runs"] = xla_parse(text, args.repeat)
             del text
+            gc.collect()
             print(f"  XLA again at the module's end: {' '.join(fmt_s(t) for t in res['xla_end_runs'])} s "
                   "(drift check, not used)", flush=True)
             res["load_at_end"] = loadavg()
@@ -674,8 +759,9 @@ def main(argv=None) -> int:
     ]
     checks: list[tuple[str, bool]] = []
     if not args.mechanisms_only:
-        md += ["| module | checkout | measure | wall s | cpu s | × XLA | target | peak RSS (× file) |",
-               "|---|---|---|---|---|---|---|---|"]
+        md += ["| module | measure | checkout | wall s | cpu s | × XLA | target | × XLA paired | "
+               "peak RSS (× file) | others' CPUs |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
         for res in all_results:
             lines, ch = module_table(res, checkouts)
             md += lines
@@ -687,7 +773,9 @@ def main(argv=None) -> int:
     if args.mechanisms:
         md += ["", "Each mechanism off in turn (cold, best of "
                f"{args.repeat}; baseline in the same repetitions; gain = time off − time on, positive: the "
-               "mechanism saves that much):", ""]
+               "mechanism saves that much; best-of: the difference of the best runs; median of pairs: of "
+               "each repetition's run less the baseline run just before it, CPU time's alike in brackets; "
+               "others' CPUs: what other work on the machine took during the best run):", ""]
         md += mechanism_table(all_results, checkouts, mechanisms)
         md += ["", "| mechanism | what | switch | where a switch would go |", "|---|---|---|---|"]
         md += [f"| {m.name} | {m.what} | {m.switch}{' ' + ' '.join(f'{k}={v}' for k, v in m.env.items()) if m.env else ''}"
