@@ -55,7 +55,8 @@ switch would go. Each run's output is hashed: a mechanism turned off must not ch
 The machine may be shared: load average at the start and end, CPU time beside wall time, and
 for every run how many CPUs other work kept busy meanwhile ("others' CPUs", from /proc/stat:
 the machine's busy time less the child's own); --quiet S waits up to S seconds before each run
-for other work to drop under half a CPU. The machine's speed drifts too: XLA's parse is timed
+for other work to drop under half a CPU, and --max-others C runs a run again (at most --retries
+times) where other work took more than C CPUs meanwhile, XLA's parses included. The machine's speed drifts too: XLA's parse is timed
 again in this process just before each cold and warm run, and each run's ratio to it (the
 median over the repetitions, "× XLA paired") is printed beside the best-of verdict, which
 stays the protocol's. Mechanism gains are given as best-of differences and as the median of
@@ -319,6 +320,10 @@ _counter = [0]
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 QUIET = [0.0]
 """--quiet: how long to wait before each timed run for the machine's other work to calm down."""
+MAX_OTHERS = [float("inf")]
+"""--max-others: a timed run during which other work kept more CPUs busy is run again ..."""
+RETRIES = [2]
+"""... at most this many times (--retries); the last one counts whatever happened."""
 
 
 def busy_seconds() -> float | None:
@@ -346,7 +351,23 @@ def wait_quiet() -> float:
 
 
 def run_child(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra_env: dict | None = None,
-              label: str = "", quiet: bool = False, before=None) -> dict:
+              label: str = "", quiet: bool = False, before=None, refill: bool = False) -> dict:
+    """`run_once`, again where other work took more than --max-others CPUs meanwhile (at most
+    --retries times). `refill`: the checkout's cache refilled from the primed one before each
+    attempt (a cold run), and used whatever `cache_dir` says."""
+    for attempt in range(RETRIES[0] + 1):
+        if refill:
+            cache_dir = fresh_cache(checkout)
+        r = run_once(argv, checkout, cache_dir, extra_env, label, quiet, before)
+        r["discarded"] = attempt
+        if quiet or r["rc"] == NO_HOOK or not r["others"] > MAX_OTHERS[0] or attempt == RETRIES[0]:
+            return r
+        print(f"      (others took {r['others']:.1f} CPUs: run again)", flush=True)
+    return r
+
+
+def run_once(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra_env: dict | None = None,
+             label: str = "", quiet: bool = False, before=None) -> dict:
     """One child through the launcher: wall, cpu (s), peak RSS (MB), its stdout's hash, exit
     status, and how many CPUs other work kept busy meanwhile (`others`: the machine's busy time
     over the run, less the child's own CPU time, per second of wall time). Unless `quiet`
@@ -443,16 +464,28 @@ def median(xs: list[float]) -> float:
 # ─── one module, all checkouts ──────────────────────────────────────────────────────────
 
 
-def xla_parse(text: str, repeat: int) -> list[float]:
+def xla_parse(text: str, repeat: int, gate: bool = True) -> list[float]:
+    """XLA's parse of `text` in this process, `repeat` times; with `gate`, each after waiting
+    for calm (--quiet) and again where other work took more than --max-others CPUs."""
     from jax._src.lib import xla_client as xc
 
     times = []
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        m = xc.hlo.hlo_module_from_text(text)
-        times.append(time.perf_counter() - t0)
-        del m
+        for attempt in range(RETRIES[0] + 1):
+            if gate:
+                wait_quiet()
+            gc.collect()
+            b0, c0 = busy_seconds(), time.process_time()
+            t0 = time.perf_counter()
+            m = xc.hlo.hlo_module_from_text(text)
+            wall = time.perf_counter() - t0
+            b1, c1 = busy_seconds(), time.process_time()
+            del m
+            others = max(0.0, (b1 - b0) - (c1 - c0)) / wall if b0 is not None and b1 is not None else 0.0
+            if not gate or not others > MAX_OTHERS[0] or attempt == RETRIES[0]:
+                break
+            print(f"      (XLA {wall:.2f} s; others took {others:.1f} CPUs: run again)", flush=True)
+        times.append(wall)
     return times
 
 
@@ -460,7 +493,7 @@ def command_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repeat:
     """memory, count-collectives, diff: cold (fresh primed cache each run) then warm. With
     `text` (A's), XLA's parse of it is timed in this process just before each run."""
     py = sys.executable
-    before = (lambda: xla_parse(text, 1)[0]) if text is not None else None
+    before = (lambda: xla_parse(text, 1, gate=False)[0]) if text is not None else None
     commands = {"memory": ["memory", str(a)], "count-collectives": ["count-collectives", str(a)],
                 "diff": ["diff", str(a), str(b)]}
     out: dict = {}
@@ -470,8 +503,8 @@ def command_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repeat:
         cold = {c.label: [] for c in checkouts}
         for _ in range(repeat):
             for c in checkouts:
-                cold[c.label].append(run_child(argv, c, fresh_cache(c), label=f"{name} cold ({kind})",
-                                               before=before))
+                cold[c.label].append(run_child(argv, c, None, label=f"{name} cold ({kind})", before=before,
+                                               refill=True))
         print(f"  hloscope {name}, warm (the last cold run's cache) ...", flush=True)
         warm = {c.label: [] for c in checkouts}
         for _ in range(repeat):
@@ -488,9 +521,8 @@ def full_parse(kind: str, a: Path, checkouts: list[Checkout], repeat: int, with_
     for c in checkouts:
         _counter[0] += 1
         res_file = c.work / f"full-{_counter[0]}.json"
-        d = fresh_cache(c)
         r = run_child([sys.executable, "-c", _FULL_PARSE, str(a), str(PRIME_A), str(repeat), str(res_file),
-                       "1" if with_xla else "0"], c, d, label=f"full parse x{repeat} ({kind})")
+                       "1" if with_xla else "0"], c, None, label=f"full parse x{repeat} ({kind})", refill=True)
         try:
             data = json.loads(res_file.read_text())
         except (OSError, ValueError):
@@ -523,7 +555,7 @@ def mechanism_rows(kind: str, a: Path, b: Path, checkouts: list[Checkout], repea
                         continue
                     patches = [list(p) for p in m.patches]
                     argv = [py, "-c", _PATCHING, json.dumps(patches), *args[cmd]]
-                    r = run_child(argv, c, fresh_cache(c), m.env,
+                    r = run_child(argv, c, None, m.env, refill=True,
                                   label=f"{cmd} cold, {m.name}{'' if m is baseline else ' off'} ({kind}) "
                                         f"[{rep + 1}/{repeat}]")
                     if r["rc"] == NO_HOOK:
@@ -677,6 +709,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", type=float, default=0.0, metavar="S",
                     help="before each timed run, wait up to S seconds until other work on the machine uses "
                          "under half a CPU (default 0: do not wait)")
+    ap.add_argument("--max-others", type=float, default=float("inf"), metavar="CPUS",
+                    help="run a timed run again where other work kept more than CPUS busy meanwhile "
+                         "(default: never); at most --retries times")
+    ap.add_argument("--retries", type=int, default=2, help="see --max-others (default 2)")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write every measurement as JSON")
     ap.add_argument("--markdown", type=Path, metavar="OUT", help="write the tables as markdown")
     ap.add_argument("--timeout", type=float, default=TIMEOUT, help="kill a child after this many seconds")
@@ -684,6 +720,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     globals()["TIMEOUT"] = args.timeout
     QUIET[0] = args.quiet
+    MAX_OTHERS[0] = args.max_others
+    RETRIES[0] = args.retries
     started = time.perf_counter()
     load_start = loadavg()
 
@@ -751,7 +789,8 @@ def main(argv=None) -> int:
         f"Speed, issue 29's protocol (benchmarks/protocol.py, --repeat {args.repeat}); "
         f"load average {load_start} at the start, {load_end} at the end; {elapsed / 60:.1f} min.",
         "Unit: XLA's `hlo_module_from_text` in the benchmark's process, best of "
-        f"{args.repeat}, file already read (diff: XLA's parse of A). Cold: fresh process, fresh cache "
+        f"{args.repeat}, file already read (diff: XLA's parse of A); --quiet {args.quiet:g}, --max-others "
+        f"{args.max_others:g} (--retries {args.retries}). Cold: fresh process, fresh cache "
         "that has seen hloscope (small fixtures) but not these files. Warm: again, cache populated. "
         "RSS: os.wait4 ru_maxrss of the child (its reaped helpers' peaks included, not summed), × the "
         "file (diff: × A's file).",
