@@ -26,12 +26,10 @@ from .dataflow import (
     post_order_ranks,
 )
 from .facts import PLAIN, Facts
-from .liveness import (
-    Heap,
-    LiveRanges,
-    compute_live_ranges,
-    simulate_heap,
-)
+from .heap.algorithm import HeapAlgorithm
+from .heap.best_fit import BEST_OF_TWO
+from .heap.simulator import Heap, simulate_heap
+from .liveness import LiveRanges, compute_live_ranges
 
 ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": tpu.DEFAULT_ALIGNMENT}
 """Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
@@ -666,7 +664,7 @@ def _build_with(module, platform: str, alignment: int | None, facts: Facts) -> M
     output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
 
     if rules is None:
-        packed = _assign_and_pack(df, live, facts, platform, alignment, "size", "best")
+        packed = _assign_and_pack(df, live, facts, platform, alignment, "size", BEST_OF_TWO)
         return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
                            packed.tables, facts=facts)
     packed, notes = rules.assign(lambda order, packing: _assign_and_pack(
@@ -688,11 +686,11 @@ class _Packed:
 
 
 def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, platform: str, alignment: int | None,
-                     order: str, packing: str, must_not_live_out=None,
+                     order: str, packing: HeapAlgorithm, must_not_live_out=None,
                      peak_buffers: bool = False) -> _Packed:
     """Buffer assignment in `order` (`_Assigner`), then each memory space's temp heap packed:
-    the default space's with `simulate_heap`'s `packing` (its heap trace replayed for
-    `peak_buffers`), the others with XLA's best of two orders."""
+    the default space's by `packing` (its heap trace replayed for `peak_buffers`), the others
+    by XLA's best of two orders (`BEST_OF_TWO`)."""
     assigner = _Assigner(df, live, _Sharing(df, facts, platform).may_share, order, must_not_live_out)
     assigner.run()
     # Peak's static part: every argument, constant and output allocation, as large as its
@@ -710,9 +708,9 @@ def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, platform: str
         # Passed on, not kept here: the heap lets its answers go once the replay is done,
         # before packing, the analysis' peak.
         sharing = _Sharing(df, facts, platform)
-        heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment), sharing.may_share,
-                                     sharing.may_share_any, packing if space == 0 else "best",
-                                     peak_buffers=peak_buffers and space == 0)
+        heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment),
+                                     packing if space == 0 else BEST_OF_TWO, sharing.may_share,
+                                     sharing.may_share_any, peak_buffers=peak_buffers and space == 0)
         del sharing
     for space, sizes in tables.items():
         heap = heaps.get(space) or Heap(0, 0, 0, [0] * (live.schedule.end + 1), {}, "spatial")

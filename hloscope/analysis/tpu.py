@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from ..ir.opcodes import custom_call, fusion_kinds
 from .callgraph import loop_parts, scheduled_computations
 from .facts import PLAIN, Facts
+from .heap.best_fit import BEST_OF_TWO
+from .heap.fast_merge import FAST_MERGE
 
 
 ALIGNMENT = {0: 16384, 1: 4096, 2: 4}
@@ -222,11 +224,11 @@ class TpuRules:
         one's HBM allocations pass a v5e's limit (`FALLBACK_MARGIN`). `assign_and_pack(order,
         packing)` assigns in that order and packs the HBM heap so (its result has `heaps`
         and `hbm_bytes`). Returns that result and the notes on what was assumed."""
-        packed = assign_and_pack(self.assignment, "merge")
+        packed = assign_and_pack(self.assignment, FAST_MERGE)
         notes = [f"TPU: buffer assignment as libtpu {self.libtpu} does it ({self.evidence})"]
         if falls_back(packed.hbm_bytes, V5E_DEVICE_MEMORY):
             fast = packed
-            packed = assign_and_pack("size", "best")
+            packed = assign_and_pack("size", BEST_OF_TWO)
             notes.append(
                 f"TPU: the fast buffer assignment's HBM allocations ({fast.hbm_bytes} bytes) pass a v5e's device "
                 f"memory less 2.5 GiB, where libtpu assigns again with XLA's default (largest first, best-fit "
