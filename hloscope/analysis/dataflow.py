@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 from ..ir import opcodes
 from ..ir.module import Computation, Instruction, Module
-from ..ir.shape import ELEMENT_BITS
-from . import tpu
+from .alias_info import GENERIC, AliasInfo
 from .facts import PLAIN, Facts
 from .callgraph import callees_first, loop_parts, scheduled_callees, scheduled_instructions
 
@@ -770,12 +769,12 @@ def _transitive_uses_elementwise(inst: Instruction) -> bool:
 
 def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dict | None = None,
                              in_place: dict | None = None, facts: Facts = PLAIN,
-                             backend: str = "cpu", at: tuple | None = None) -> bool:
+                             alias_info: AliasInfo = GENERIC, at: tuple | None = None) -> bool:
     """XLA CanShareOperandBufferWithUser: may `user_value` be written into the buffer of
     `operand_value` (read by the same instruction) without changing results?
 
     In XLA's order: an in-place pair (same shapes) says yes; then the backend's hint decides
-    where it has one (`backend_may_alias`: on GPU every fusion and all-reduce, shapes may
+    where it has one (`alias_info.may_alias`: on GPU every fusion and all-reduce, shapes may
     then differ); else the shapes must be equal and the generic rules below apply.
 
     `cache` (a dict the caller keeps for one module) holds what is worked out once per user
@@ -791,7 +790,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
     if not user.info.shares_operand_buffer or operand.opcode == "constant":
         return False
     shapes_equal = operand_value.shape == user_value.shape
-    user_facts = _SharingFacts.of(user, cache, in_place, backend)
+    user_facts = _SharingFacts.of(user, cache, in_place, alias_info)
     k = user_facts.operand_number.get(operand)
     if k is None:
         return False
@@ -799,7 +798,7 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
         for oi, n, pi in user_facts.pairs:
             if oi == user_value.index and (n, pi) == (k, operand_index):
                 return True
-    hint = backend_may_alias(operand, user, user_value.index, backend, k)
+    hint = alias_info.may_alias(operand, user, user_value.index, k)
     if hint is not None:
         return hint
     if not shapes_equal:
@@ -817,17 +816,15 @@ def can_share_operand_buffer(operand_value: Value, user_value: Value, cache: dic
 
 
 def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
-                                 in_place: dict | None = None, backend: str = "cpu") -> bool:
+                                 in_place: dict | None = None, alias_info: AliasInfo = GENERIC) -> bool:
     """False when `can_share_operand_buffer` is False for every operand of `user` (most
     ops that are neither elementwise, in place nor loop fusions): a caller then need not ask
     about each of them, which for an all-reduce of N operands is N questions per output."""
     if not user.info.shares_operand_buffer:
         return False
-    if backend == "gpu" and (user.opcode in _FUSIONS or "gpu" in user.info.in_place_on):
+    if alias_info.may_alias_any(user):
         return True
-    if backend == "tpu" and "tpu" in user.info.in_place_on:
-        return True
-    facts = _SharingFacts.of(user, cache, in_place, backend)
+    facts = _SharingFacts.of(user, cache, in_place, alias_info)
     if facts.pairs:
         return True
     if user.opcode in _FUSIONS:
@@ -835,147 +832,9 @@ def may_share_any_operand_buffer(user: Instruction, cache: dict | None = None,
     return user.info.elementwise
 
 
-def backend_may_alias(operand: Instruction, user: Instruction, user_index: tuple, backend: str,
-                      operand_number: int | None = None) -> bool | None:
-    """The backend's buffer-sharing hint (XLA's `AliasInfo::MayAlias`), None where it has none.
-
-    GPU (xla/service/gpu/alias_info.cc, nvptx_alias_info.cc): a fusion decides by
-    `gpu_fusion_may_alias`; a collective NCCL runs in place (`OpInfo.in_place_on`: all-reduce,
-    collective-broadcast; a native all-reduce-start is in place by its in-place pairs, and an
-    async-start wrapping an all-reduce by its `output_to_operand_aliasing`) shares with its
-    only operand, or element i with operand i; a cuBLASLt matmul's workspace with none. CPU:
-    no hint. TPU: `tpu.may_alias` (its compiler is not public; what its dumps show)."""
-    if backend == "tpu":
-        return tpu.may_alias(operand, user, user_index)
-    if backend != "gpu":
-        return None
-    opcode = user.opcode
-    if opcode in _FUSIONS:
-        k = operand_number if operand_number is not None else user.operands.index(operand)
-        return gpu_fusion_may_alias(operand, user, user_index, k)
-    if "gpu" in user.info.in_place_on:
-        if "nvshmem" in user.attributes.get("backend_config", "").lower():
-            return False
-        ops = user.operands
-        return len(ops) == 1 or (len(user_index) == 1 and user_index[0] < len(ops) and ops[user_index[0]] is operand)
-    if opcode == "custom-call":
-        workspace = opcodes.custom_call(user.attributes.get("custom_call_target", "")).workspace_output
-        return False if workspace is not None and user_index == workspace else None
-    return None
-
-
-def _elementwise_on_operand(inst: Instruction, operand_number: int) -> bool:
-    """XLA IsElementwiseOnOperand, for an instruction of a fused computation."""
-    if inst.opcode == "dynamic-update-slice":
-        return operand_number == 0
-    return inst.info.elementwise
-
-
-def _fusion_hero(root: Instruction) -> Instruction:
-    """XLA FindNonTrivialHero, in small: from a fusion root down through bitcasts and unary
-    elementwise ops (but copies) with one user, to the op that decides the emitter."""
-    hero = root
-    while hero.opcode == "bitcast" or (hero.info.elementwise and hero.opcode != "copy" and len(hero.operands) == 1):
-        operand = hero.operands[0] if hero.operands else None
-        if operand is None or operand.opcode == "parameter" or len(set(operand.users)) != 1:
-            break
-        hero = operand
-    return hero
-
-
-def gpu_fusion_may_alias(operand: Instruction, fusion: Instruction, user_index: tuple,
-                         operand_number: int) -> bool:
-    """XLA's GPU FusionCanShareBufferHint: may output `user_index` of `fusion` be written over
-    its operand `operand_number`? Yes when the shapes hold as many elements of as many bits,
-    and every path from that parameter reaches the output through elementwise ops (no copy),
-    bitcasts and tuples only (a reduction hero stops the walk: the reduction emitter reads
-    before it writes; a scatter or sort root may be reached through its data operand; a
-    dynamic-update-slice root through its update when every dynamic-slice of the same
-    operand reads the same slice), and no other output is reached unless both it and this one
-    run in the same order::
-
-        p0 = bf16[1024,1024] parameter(0)        fusion output {1}, bf16[2,512,1024], may
-        b  = bf16[2,512,1024] bitcast(p0)        take p0's buffer: p0 reaches it through a
-        a  = add(x, b)  ──▶ tuple{1}             bitcast and an add, and reaches output {0}
-        r  = reduce(multiply(convert(a), ...))   only through the reduction hero r
-    """
-    user_shape = fusion.shape.at(user_index) if user_index else fusion.shape
-    operand_shape = operand.shape
-    if operand_shape != user_shape:
-        if operand_shape.is_tuple or user_shape.is_tuple or not operand_shape.is_array or not user_shape.is_array:
-            return False
-        if operand_shape.element_count != user_shape.element_count:
-            return False
-        if ELEMENT_BITS.get(operand_shape.element_type) != ELEMENT_BITS.get(user_shape.element_type):
-            return False
-    called = fusion.called_computations
-    if not called:
-        return False
-    comp = called[0]
-    param = next((p for p in comp.parameters if p.parameter_number == operand_number), None)
-    if param is None:
-        return False
-    root = comp.root
-    roots = list(root.operands) if root.opcode == "tuple" else [root]
-    output = root
-    for i in user_index:
-        if output.opcode != "tuple" or i >= len(output.operands):
-            break
-        output = output.operands[i]
-    non_bitcast_root = output.operands[0] if output.opcode == "bitcast" and output.operands else output
-    heroes = [_fusion_hero(r) for r in roots]
-    reduction_hero = next((h for h in heroes if h.opcode == "reduce"), None)
-    queue, visited = [param], {param}
-    found = False
-    while queue:
-        cur = queue.pop(0)
-        if cur is output:
-            found = True
-        if cur is reduction_hero:
-            continue
-        for hlo in cur.users:
-            if hlo not in visited:
-                visited.add(hlo)
-                queue.append(hlo)
-            ops = hlo.operands
-            k = next((n for n, o in enumerate(ops) if o is cur), 0)
-            if hlo is non_bitcast_root and hlo.opcode == "scatter":
-                inputs = len(hlo.shape.tuple_shapes) if hlo.shape.is_tuple else 1
-                if k < inputs and sum(1 for o in ops if o is cur) == 1:
-                    continue
-            if hlo is non_bitcast_root and hlo.opcode == "sort" and sum(1 for o in ops if o is cur) == 1:
-                if user_index != (k,):
-                    return False
-                continue
-            dus = non_bitcast_root
-            if (dus.opcode == "dynamic-update-slice" and hlo.opcode == "dynamic-slice" and len(dus.operands) > 1
-                    and hlo.operands and dus.operands[0] is hlo.operands[0] and hlo.shape == dus.operands[1].shape):
-                if not (hlo.shape.element_count == 1 and dus.operands[1].shape.element_count == 1):
-                    starts, dus_starts = hlo.operands[1:], dus.operands[2:]
-                    if len(starts) != len(dus_starts) or any(a is not b for a, b in zip(starts, dus_starts)):
-                        return False
-            elif ((not _elementwise_on_operand(hlo, k) or hlo.opcode == "copy")
-                  and hlo.opcode not in ("bitcast", "tuple") and hlo is not reduction_hero):
-                if hlo is not non_bitcast_root or hlo.opcode != "dynamic-update-slice" or k != 1:
-                    return False
-    if root.opcode == "tuple":
-        reached = [(r, h) for r, h in zip(roots, heroes) if r in visited]
-        if any(r is not output for r, _ in reached):
-            transposing = any(h.opcode in ("transpose", "copy") for _, h in reached)
-            if not non_bitcast_root.info.elementwise or transposing:
-                return False
-    return found
-
-
-_ELEMENTWISE_SHARING_KINDS = opcodes.fusion_kinds(loop_or_input=True)
-"""Fusion kinds whose output XLA may write over an operand read element by element
-(CanShareOperandBufferWithUser); a backend may allow more (`tpu.ELEMENTWISE_SHARING_KINDS`)."""
-
-
-def _shares_elementwise_operands(inst: Instruction, backend: str = "cpu") -> bool:
-    """A fusion whose output XLA may write over an operand read element by element."""
-    kinds = tpu.ELEMENTWISE_SHARING_KINDS if backend == "tpu" else _ELEMENTWISE_SHARING_KINDS
-    return inst.opcode in _FUSIONS and inst.attributes.uncached("kind") in kinds
+def _shares_elementwise_operands(inst: Instruction, alias_info: AliasInfo) -> bool:
+    """A fusion whose output may be written over an operand read element by element."""
+    return inst.opcode in _FUSIONS and inst.attributes.uncached("kind") in alias_info.elementwise_sharing_kinds
 
 
 class _SharingFacts:
@@ -984,7 +843,7 @@ class _SharingFacts:
     __slots__ = ("elementwise_parameters", "fused", "operand_number", "pairs")
 
     def __init__(self, user: Instruction, pairs: list[tuple[tuple, int, tuple]] | None = None,
-                 backend: str = "cpu"):
+                 alias_info: AliasInfo = GENERIC):
         # The first operand number of each operand (as `list.index`).
         first: dict[Instruction, int] = {}
         for n, o in enumerate(user.operands):
@@ -993,20 +852,20 @@ class _SharingFacts:
         self.operand_number = first
         self.pairs = in_place_pairs(user) if pairs is None else pairs
         self.fused: Computation | None = None
-        """A loop or input fusion's computation (TPU: an output fusion's too)."""
+        """The computation of a fusion of a kind that may share (`AliasInfo.elementwise_sharing_kinds`)."""
         self.elementwise_parameters: frozenset[int] | None = None
         """Worked out on the first question about an operand (`_elementwise_parameters`)."""
-        if _shares_elementwise_operands(user, backend):
+        if _shares_elementwise_operands(user, alias_info):
             called = user.called_computations
             if called:
                 self.fused = called[0]
 
     @classmethod
     def of(cls, user: Instruction, cache: dict | None, in_place: dict | None = None,
-           backend: str = "cpu") -> _SharingFacts:
+           alias_info: AliasInfo = GENERIC) -> _SharingFacts:
         facts = cache.get(user) if cache is not None else None
         if facts is None:
-            facts = cls(user, in_place.get(user) if in_place is not None else None, backend)
+            facts = cls(user, in_place.get(user) if in_place is not None else None, alias_info)
             if cache is not None:
                 cache[user] = facts
         return facts
