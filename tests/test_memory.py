@@ -643,7 +643,8 @@ def test_tpu_output_fusions_share_an_operand_read_element_by_element():
     # (`backends.tpu.ELEMENTWISE_SHARING_KINDS`): f may take n's buffer (read through converts and an
     # add), not x's (read by the dot).
     from hloscope.analysis import backends
-    from hloscope.analysis.dataflow import analyze_dataflow, can_share_operand_buffer
+    from hloscope.analysis.dataflow import analyze_dataflow
+    from hloscope.analysis.sharing import can_share_operand_buffer
 
     module = hloscope.parse(OUTPUT_FUSION)
     df = analyze_dataflow(module)

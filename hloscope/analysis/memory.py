@@ -19,19 +19,13 @@ from . import backends
 from .backends.base import Backend, round_up
 from .backends.cpu import Cpu
 from .callgraph import callees_first
-from .dataflow import (
-    Dataflow,
-    Value,
-    analyze_dataflow,
-    can_share_operand_buffer,
-    may_share_any_operand_buffer,
-    post_order_ranks,
-)
+from .dataflow import Dataflow, Value, analyze_dataflow, post_order_ranks
 from .facts import PLAIN, Facts
 from .heap.algorithm import HeapAlgorithm
 from .heap.best_fit import BEST_OF_TWO
 from .heap.simulator import Heap, simulate_heap
 from .liveness import LiveRanges, compute_live_ranges
+from .sharing import can_share_operand_buffer, may_share_any_operand_buffer
 
 HOST_MEMORY_SPACE = 5
 """`S(5)`: XLA's memory space for host memory (reported as `host_*` by `memory_analysis()`)."""
