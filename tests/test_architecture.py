@@ -2,12 +2,14 @@
 
 The layers are import-linter's contract in pyproject.toml; these tests run it, and check by
 reading the source what import-linter cannot see: imports placed inside functions (each
-hides an arrow) and private names taken from another module.
+hides an arrow), private names taken from another module, and an analysis asking which
+target it runs for instead of asking the target's backend object.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +62,24 @@ def test_no_private_name_is_taken_from_another_module():
                 taken += [f"{path.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
     assert taken == []
+
+
+TARGET_NAME = re.compile(r"""["'](cpu|gpu|tpu)["']""")
+"""A target's name as a string: what an analysis would compare `platform` with."""
+
+
+def test_no_analysis_names_a_target():
+    # A target's quirks live in its backend object (hloscope/analysis/backends), which the
+    # analyses are handed; an analysis that compares a name with "tpu" has a rule of its own.
+    backends = PACKAGE / "analysis" / "backends"
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+             for path in sorted((PACKAGE / "analysis").rglob("*.py")) if backends not in path.parents
+             for number, line in enumerate(path.read_text().splitlines(), 1) if TARGET_NAME.search(line)]
+    assert found == []
+
+
+def test_the_target_pattern_finds_what_it_forbids():
+    for line in ('if platform == "tpu":', "\"tpu\" in (a.platform, b.platform)", "backend != 'gpu'", 'p = "cpu"'):
+        assert TARGET_NAME.search(line), line
+    for line in ('Target("tpu-v5e", ...)', "backend.name", "# on TPU and GPU"):
+        assert not TARGET_NAME.search(line), line

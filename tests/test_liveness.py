@@ -179,7 +179,7 @@ def test_best_fit_packs_as_defined(seed):
     import random
     from types import SimpleNamespace
 
-    from hloscope.analysis.liveness import _best_fit
+    from hloscope.analysis.heap.best_fit import best_fit
 
     rng = random.Random(seed)
     steps = rng.choice((20, 200, 2000))
@@ -194,7 +194,7 @@ def test_best_fit_packs_as_defined(seed):
         groups.append(SimpleNamespace(intervals=intervals, size=size))
     groups.sort(key=lambda g: -g.size)
     for alignment in (1, 64):
-        assert _best_fit(groups, alignment) == _best_fit_by_definition(groups, alignment)
+        assert best_fit(groups, alignment) == _best_fit_by_definition(groups, alignment)
 
 
 def test_fast_merge_packs_in_allocation_order_into_the_chunk_just_large_enough():
@@ -202,12 +202,12 @@ def test_fast_merge_packs_in_allocation_order_into_the_chunk_just_large_enough()
     # chunk's usable bytes are its end less its first aligned offset (the docstring's picture).
     from types import SimpleNamespace
 
-    from hloscope.analysis.liveness import _fast_merge
+    from hloscope.analysis.heap.fast_merge import fast_merge
 
     a = SimpleNamespace(born=0, dies=3, size=3)   # at 0; free [3, inf)
     b = SimpleNamespace(born=1, dies=9, size=2)   # at 4, taking [3, 6); free [6, inf)
     c = SimpleNamespace(born=4, dies=9, size=3)   # a freed: [0, 3) holds 3 bytes, the least
     d = SimpleNamespace(born=5, dies=9, size=2)   # [6, inf): usable from 8
-    size, offsets = _fast_merge([d, c, b, a], 4)
+    size, offsets = fast_merge([d, c, b, a], 4)
     assert [offsets[id(g)] for g in (a, b, c, d)] == [0, 4, 0, 8]
     assert size == 10

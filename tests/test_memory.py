@@ -368,7 +368,7 @@ def test_lazy_loading_gives_the_same_memory(path, results, monkeypatch):
 @pytest.mark.parametrize("path", fixture_dirs(), ids=lambda p: p.name)
 def test_the_platform_is_the_compilation_target(path):
     """From unread bodies (their text looked at first) and from read ones alike."""
-    from hloscope.analysis.memory import detect_platform
+    from hloscope.analysis.backends import detect_platform
 
     target = json.loads((path / "meta.json").read_text())["target"]
     unread = hloscope.parse((path / "module.hlo.txt").read_text(), lazy=True)
@@ -424,14 +424,14 @@ def test_xla_figures_beside_ours(results):
 def test_gpu_fusion_hint_shares_across_shapes():
     # XLA's GPU rule on a fusion like those of the real-scale steps: the parameter reaches
     # output {1} through a bitcast and an add, output {0} only through the reduction hero.
-    from hloscope.analysis.dataflow import gpu_fusion_may_alias
+    from hloscope.analysis.backends.gpu import fusion_may_alias
 
     m = hloscope.parse(FUSED)
     fusion = next(i for i in m.entry.instructions if i.opcode == "fusion")
     p0 = fusion.operands[0]
-    assert gpu_fusion_may_alias(p0, fusion, (1,), 0)
-    assert not gpu_fusion_may_alias(p0, fusion, (0,), 0)  # another element count
-    assert not gpu_fusion_may_alias(fusion.operands[1], fusion, (1,), 1)  # reaches it through a dot
+    assert fusion_may_alias(p0, fusion, (1,), 0)
+    assert not fusion_may_alias(p0, fusion, (0,), 0)  # another element count
+    assert not fusion_may_alias(fusion.operands[1], fusion, (1,), 1)  # reaches it through a dot
 
 
 FUSED = """HloModule m, is_scheduled=true
@@ -510,7 +510,7 @@ def test_which_libtpu_is_read_from_the_text(path, tpu_steps):
     newer = json.loads((path / "meta.json").read_text())["libtpu_version"] != "0.0.42.1"
     assert newer == (path.parent == NEWER)
     model = build_memory_model(hloscope.load(path / "module.hlo.txt.gz"))
-    assert model.tpu_rules.fast_merge_assignment == newer
+    assert model.backend.rules.fast_merge_assignment == newer
     assert any(f"libtpu {'0.0.50' if newer else '0.0.42'}" in n for n in ours.notes)
 
 
@@ -548,7 +548,7 @@ def test_tpu_temp_values_are_xlas(path):
 def test_tuple_tables_take_4_bytes_an_element():
     # A step returning 173 arrays: its output tuple's pointer table takes 1024 bytes (the
     # issue's `output_bytes` 512 B short), a table of up to 128 elements 512.
-    from hloscope.analysis import tpu
+    from hloscope.analysis.backends import tpu
 
     path = FIXTURES / "tpu_llama_hsdp_unroll_l6"
     module = hloscope.load(path / "module.hlo.txt.gz")
@@ -640,18 +640,21 @@ ENTRY e {
 def test_tpu_output_fusions_share_an_operand_read_element_by_element():
     # XLA's generic rule lets only loop and input fusions write over an operand every fused
     # user reads element by element; TPU's dumps show output fusions do too
-    # (`tpu.ELEMENTWISE_SHARING_KINDS`): f may take n's buffer (read through converts and an
+    # (`backends.tpu.ELEMENTWISE_SHARING_KINDS`): f may take n's buffer (read through converts and an
     # add), not x's (read by the dot).
-    from hloscope.analysis.dataflow import analyze_dataflow, can_share_operand_buffer
+    from hloscope.analysis import backends
+    from hloscope.analysis.dataflow import analyze_dataflow
+    from hloscope.analysis.sharing import can_share_operand_buffer
 
     module = hloscope.parse(OUTPUT_FUSION)
     df = analyze_dataflow(module)
     f = module.entry.root
     n, x = f.operands[0], f.operands[1]
     out = df.value_sets[f][()]
-    assert can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, PLAIN, "tpu")
-    assert not can_share_operand_buffer(df.value_sets[x][()], out, {}, df.in_place, PLAIN, "tpu")
-    assert not can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, PLAIN, "cpu")
+    tpu, cpu = backends.for_module(module, "tpu"), backends.for_module(module, "cpu")
+    assert can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, PLAIN, tpu)
+    assert not can_share_operand_buffer(df.value_sets[x][()], out, {}, df.in_place, PLAIN, tpu)
+    assert not can_share_operand_buffer(df.value_sets[n][()], out, {}, df.in_place, PLAIN, cpu)
 
 
 

@@ -570,7 +570,7 @@ def test_a_peeked_instruction_is_the_one_a_read_gives():
     another. Its `operations()` (name, opcode, operands of each, nothing built) must be the
     read's too, and so must the parameters found used only elementwise from them. On every
     corpus and fixture body."""
-    from hloscope.analysis.dataflow import (
+    from hloscope.analysis.sharing import (
         _transitive_uses_elementwise,
         elementwise_parameters_of,
     )

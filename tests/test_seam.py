@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis import dataflow
+from hloscope.analysis import dataflow, sharing
 from hloscope.analysis.facts import PLAIN
 from hloscope.ir.opcodes import COLLECTIVE_KINDS
 from hloscope.speed.seam import parse_eagerly, parse_lazily
@@ -90,7 +90,7 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
             assert in_place == dataflow.in_place_operands_from(comp.root, lambda i, k: i.operands[k]), comp.name
         if elementwise is not None:
             asked += 1
-            assert elementwise == dataflow._elementwise_parameters(comp), comp.name
+            assert elementwise == sharing._elementwise_parameters(comp), comp.name
         # A body known to repeat another holds its instructions up to names.
         original = TEXT_FACTS.same_as(same)
         if original is not same:

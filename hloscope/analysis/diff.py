@@ -24,6 +24,7 @@ from typing import Any
 
 from ..encode import Encoded, as_json, extra
 from ..units import human_bytes
+from . import backends
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
 from .cost import CostResult
 from .gathers import GathersResult
@@ -164,11 +165,12 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
                           "b": tuple(_row(r, pairs.get(("b", r.instruction))) for r in rows_b[:top])},
         ))
     # The packing: the temp allocation beyond the bytes live at the peak. TPU's reported temp
-    # adds to its allocation what libtpu adds (`tpu.reported_temp`): a cause of its own.
+    # adds to its allocation what libtpu adds (`backends.tpu.reported_temp`): a cause of its own.
     pa = a.memory.temp_allocation_bytes - a.memory.temp_max_live_bytes
     pb = b.memory.temp_allocation_bytes - b.memory.temp_max_live_bytes
     if pa != pb:
-        packing = "packing" if "tpu" in (a.memory.platform, b.memory.platform) else "best-fit packing"
+        words = {backends.named(m.platform).packing_name for m in (a.memory, b.memory)}
+        packing = words.pop() if len(words) == 1 else "packing"
         causes.append(Cause(kind="packing", role=None, bytes=pb - pa, a_bytes=pa, b_bytes=pb,
                             description=f"{packing} leaves {'more' if pb > pa else 'less'} room around the live "
                             "buffers (tuple tables included)"))

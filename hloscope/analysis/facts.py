@@ -35,7 +35,7 @@ class Facts:
 
     def elementwise_parameters(self, fused: Computation) -> frozenset[int] | None:
         """The parameters of `fused` every transitive user reads element by element
-        (hloscope.analysis.dataflow), or None: the caller works them out."""
+        (hloscope.analysis.sharing), or None: the caller works them out."""
         return None
 
 

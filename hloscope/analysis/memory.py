@@ -1,7 +1,8 @@
 """Memory of a scheduled module: XLA's `memory_analysis()` figures, the peak and what is live.
 
 `analyze_memory(module)` runs dataflow (values, buffers), liveness (live ranges over the
-flattened schedule) and XLA's heap simulation and best-fit packing of the temp buffers.
+flattened schedule), buffer assignment and XLA's heap simulation of the temp buffers, each
+as the module's backend (hloscope.analysis.backends) has it run.
 """
 
 from __future__ import annotations
@@ -14,29 +15,17 @@ from typing import Any
 from ..encode import Encoded, as_json, by_key
 from ..errors import NotScheduledError
 from ..ir.module import Instruction
-from ..ir.opcodes import custom_call, custom_call_names
-from . import tpu
-from .callgraph import callees_first, scheduled_computations
-from .dataflow import (
-    Dataflow,
-    Value,
-    analyze_dataflow,
-    can_share_operand_buffer,
-    may_share_any_operand_buffer,
-    post_order_ranks,
-)
+from . import backends
+from .backends.base import Backend, round_up
+from .backends.cpu import Cpu
+from .callgraph import callees_first
+from .dataflow import Dataflow, Value, analyze_dataflow, post_order_ranks
 from .facts import PLAIN, Facts
-from .liveness import (
-    Heap,
-    LiveRanges,
-    compute_live_ranges,
-    simulate_heap,
-)
-
-ALIGNMENT = {"cpu": 64, "gpu": 256, "tpu": tpu.DEFAULT_ALIGNMENT}
-"""Byte alignment of buffers inside XLA's temp allocation, per backend (CPU: 64, as
-cpu_function_runtime's MinAlign; GPU: 256, kXlaAllocatedBufferAlignBytes; both as seen in
-the fixtures' buffer-assignment dumps). TPU's differs by memory space: `tpu.ALIGNMENT`."""
+from .heap.algorithm import HeapAlgorithm
+from .heap.best_fit import BEST_OF_TWO
+from .heap.simulator import Heap, simulate_heap
+from .liveness import LiveRanges, compute_live_ranges
+from .sharing import can_share_operand_buffer, may_share_any_operand_buffer
 
 HOST_MEMORY_SPACE = 5
 """`S(5)`: XLA's memory space for host memory (reported as `host_*` by `memory_analysis()`)."""
@@ -81,12 +70,13 @@ class MemoryAnalysis(Encoded):
     temp_allocation_bytes: int = field(default=0, metadata=as_json(omit=True))
     """The packed temp allocation of the default memory space (the dump's
     `preallocated-temp`): `temp_bytes` on CPU and GPU; TPU's `temp_bytes` is what libtpu
-    makes of it (`tpu.reported_temp`)."""
+    makes of it (`backends.tpu.reported_temp`)."""
     timeline: tuple[int, ...] = field(default=(), repr=False, metadata=as_json(omit=True))
     """Temp bytes live at each step of the flattened schedule."""
     steps: tuple[str, ...] = field(default=(), repr=False, metadata=as_json(omit=True))
     """What runs at each step of the flattened schedule."""
-    platform: str = field(default="cpu", metadata=as_json(omit=True))
+    platform: str = field(default=Cpu.name, metadata=as_json(omit=True))
+    """The backend (`Backend.name`): `cpu`, `gpu`, `tpu`, or the name the user gave."""
     other_memory_space_bytes: dict[int, int] = field(default_factory=dict,
                                                      metadata=as_json(key="memory_spaces", value=by_key))
     """Packed temp bytes of memory spaces other than 0, by space (`S(n)` in a layout): TPU
@@ -125,30 +115,6 @@ def with_xla(analysis: MemoryAnalysis, stats) -> MemoryAnalysis:
     if all(k in xla for k in ("temp_bytes", "argument_bytes", "output_bytes", "alias_bytes")):
         xla["total_bytes"] = xla["argument_bytes"] + xla["output_bytes"] - xla["alias_bytes"] + xla["temp_bytes"]
     return dataclasses.replace(analysis, xla=xla)
-
-
-_GPU_MARKERS = ("operation_queue_id", "__triton", *custom_call_names(marks_gpu=True))
-
-
-def detect_platform(module, facts: Facts = PLAIN) -> str:
-    """`tpu`, `gpu` or `cpu`, from what each backend leaves in its optimized HLO: tiled
-    layouts in the entry's shapes (TPU); a GPU backend config or cuBLAS call in the schedule."""
-    for comp in scheduled_computations(module):  # the entry first
-        if comp is module.entry and any(":T(" in inst.shape.text for inst in comp.instructions):
-            return "tpu"
-        if facts.writes_any(comp, _GPU_MARKERS) and any(_marks_gpu(inst) for inst in comp.instructions):
-            return "gpu"
-    return "cpu"
-
-
-def _marks_gpu(inst: Instruction) -> bool:
-    attributes = inst.attributes
-    config = ""
-    if attributes.mentions("operation_queue_id") or attributes.mentions("__triton"):
-        config = attributes.get("backend_config", "")
-    if "operation_queue_id" in config or "fusion_backend_config" in config and "__triton" in config:
-        return True
-    return inst.opcode == "custom-call" and custom_call(attributes.get("custom_call_target", "")).marks_gpu
 
 
 class _Allocation:
@@ -271,11 +237,11 @@ class _Assigner:
         self.df, self.ranges, self.may_share = df, live.ranges, may_share
         self.must_not_live_out = must_not_live_out
         """The backend's predicate on values that never share an allocation that may live
-        out (TPU: `tpu.must_not_live_out`), or None."""
+        out (`Backend.must_not_live_out`), or None."""
         self.order = order
         """"size": XLA's default, largest first, reusing any free donated argument's or
         output's allocation; "start": FAST_MERGE's, by live range start, reusing only an
-        operand's allocation (TPU's libtpu 0.0.50, `tpu.TpuRules`)."""
+        operand's allocation (TPU's libtpu 0.0.50, `backends.tpu.TpuRules`)."""
         self.time = live.schedule.time
         self.span = live.schedule.span
         self.allocations: list[_Allocation] = []
@@ -330,7 +296,7 @@ class _Assigner:
                 return
         if any(v.shape.is_tuple for v in vs):
             # A tuple table gets an allocation of its own (XLA AssignSpecialHloBuffer,
-            # `set_is_tuple`), without heap events, placed beside the heap (`_combined_temp`).
+            # `set_is_tuple`), without heap events, placed beside the heap (`Backend.combine_temp`).
             if live_out:
                 self.new(b, size, space, "output", True, False)
             else:
@@ -478,7 +444,7 @@ class _Sharing:
 
     __slots__ = ("backend", "cache", "dataflow", "facts")
 
-    def __init__(self, dataflow: Dataflow, facts: Facts, backend: str = "cpu"):
+    def __init__(self, dataflow: Dataflow, facts: Facts, backend: Backend):
         self.dataflow, self.facts, self.cache, self.backend = dataflow, facts, {}, backend
 
     def may_share(self, operand_value: Value, user_value: Value, at: tuple | None = None) -> bool:
@@ -496,7 +462,8 @@ class MemoryModel:
     flattened schedule, and the packed heap of each memory space."""
 
     module: Any
-    platform: str
+    backend: Backend
+    """The target's rules the model was built by (hloscope.analysis.backends)."""
     dataflow: Dataflow
     live: LiveRanges
     heaps: dict[int, Heap]
@@ -512,19 +479,23 @@ class MemoryModel:
     into `heaps[space].size`."""
     notes: tuple[str, ...] = ()
     """What the model assumed where the text does not say (TPU: which libtpu's rules)."""
-    tpu_rules: tpu.TpuRules | None = None
     trace_peaks: dict[int, int] = field(default_factory=dict)
     """The most bytes a memory space's heap trace holds at once, where XLA's trace is not
-    the heap's buffers over their live ranges (TPU's VMEM: `tpu.vmem_trace_peak`)."""
+    the heap's buffers over their live ranges (`Backend.trace_peaks`: TPU's VMEM)."""
     facts: Facts = field(default=PLAIN, repr=False, compare=False)
     """What the model was built asking (hloscope.analysis.facts); the analyses that ask
     more of the model ask it too."""
 
     @property
+    def platform(self) -> str:
+        """The backend's name (`MemoryAnalysis.platform`)."""
+        return self.backend.name
+
+    @property
     def heap_peak_bytes(self) -> int:
         """The most bytes live at one step in any memory space's heap, no packing: the heap
-        part of XLA's `peak_memory_in_bytes` (0 on CPU, which records no heap trace)."""
-        if self.platform == "cpu":
+        part of XLA's `peak_memory_in_bytes` (0 where XLA records no heap trace: CPU)."""
+        if not self.backend.records_heap_trace:
             return 0
         return max((self.trace_peaks.get(s, h.max_live) for s, h in self.heaps.items()), default=0)
 
@@ -562,16 +533,11 @@ def build_memory_model(module, platform: str | None = None, alignment: int | Non
             "(`jax.jit(f).lower(...).compile().as_text()` or an `*after_optimizations.txt` dump), "
             "whose header says `is_scheduled=true`"
         )
-    platform = platform or detect_platform(module, facts)
-    return _build_with(module, platform, alignment, facts)
+    return _build_with(module, backends.for_module(module, platform, facts), alignment, facts)
 
 
-def _alignment(platform: str, space: int, alignment: int | None) -> int:
-    if alignment:
-        return alignment
-    if platform == "tpu":
-        return tpu.alignment(space)
-    return ALIGNMENT.get(platform, 1)
+def _alignment(backend: Backend, space: int, alignment: int | None) -> int:
+    return alignment or backend.alignment(space)
 
 
 def _tuple_tables(allocations, df: Dataflow, live: LiveRanges) -> dict[int, list[int]]:
@@ -597,7 +563,7 @@ def _is_sugar(df: Dataflow, start: Instruction) -> bool:
     return (df.wrappers.get(start) or start.info).sugar
 
 
-def _undecided_note(df: Dataflow, platform: str) -> str | None:
+def _undecided_note(df: Dataflow, backend: Backend) -> str | None:
     """What the starts whose text does not say native op or async wrapper (read as native,
     `Dataflow.undecided`) would add as wrappers, above the heap: the hidden wrapped ROOT's
     tuple table each (`_tuple_tables`), and the table of the operands `{0}` where the native
@@ -614,8 +580,8 @@ def _undecided_note(df: Dataflow, platform: str) -> str | None:
             # A table of a pointer per operand: as large as the result's, one per operand too.
             same = out is not None and out.shape.is_tuple and len(out.shape.tuple_shapes) == len(operands.tuple_shapes)
             sizes.append(out.size if same else operands.padded_byte_size)
-    alignment = _alignment(platform, 0, None)
-    most = sum(_round_up(size, alignment) for size in sizes)
+    alignment = _alignment(backend, 0, None)
+    most = sum(round_up(size, alignment) for size in sizes)
     kinds = "/".join(sorted({start.opcode for start in df.undecided}))
     return (f"{len(df.undecided)} {kinds} of several operands read as XLA's native op: its text does not "
             "tell it from an async-start wrapping the collective, which XLA prints alike (GPU compilations "
@@ -624,33 +590,11 @@ def _undecided_note(df: Dataflow, platform: str) -> str | None:
             f"up to {most} bytes more temp")
 
 
-def _combined_temp(heap_size: int, tuple_sizes: list[int], alignment: int) -> int:
-    """XLA CombineTempAllocations: the temp allocations of a memory space end to end, each
-    at the aligned end of the one before. Buffers are assigned largest first, so the tuple
-    tables' allocations are made largest first, before the heap's; the unstable
-    `std::partition` that gathers the temp allocations then leaves the heap first and the
-    tables in reverse, the largest last (every CPU and GPU dump; TPU's put some tables below
-    the heap, some above, a table last). Another order would change the total by less than
-    the alignment: only the last allocation is not rounded up."""
-    if not tuple_sizes:
-        return heap_size
-    *rest, last = sorted(tuple_sizes)
-    size = _round_up(heap_size, alignment)
-    for t in rest:
-        size += _round_up(t, alignment)
-    return size + last
-
-
-def _round_up(n: int, alignment: int) -> int:
-    return -(-n // alignment) * alignment
-
-
-def _build_with(module, platform: str, alignment: int | None, facts: Facts) -> MemoryModel:
+def _build_with(module, backend: Backend, alignment: int | None, facts: Facts) -> MemoryModel:
     df = analyze_dataflow(module, facts)
-    rules = tpu.TpuRules.of(module, facts) if platform == "tpu" else None
-    if rules is not None:
+    if backend.byte_size is not None:
         for v in df.values:
-            v.size = tpu.byte_size(v.shape)
+            v.size = backend.byte_size(v.shape)
     live = compute_live_ranges(df)
 
     entry = module.entry
@@ -665,16 +609,10 @@ def _build_with(module, platform: str, alignment: int | None, facts: Facts) -> M
             alias += v.size
     output = sum(max(v.size for v in df.buffers[b]) for b in df.live_out)
 
-    if rules is None:
-        packed = _assign_and_pack(df, live, facts, platform, alignment, "size", "best")
-        return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
-                           packed.tables, facts=facts)
-    packed, notes = rules.assign(lambda order, packing: _assign_and_pack(
-        df, live, facts, platform, alignment, order, packing, tpu.must_not_live_out, True))
-    vmem = packed.heaps.get(tpu.VMEM_SPACE)
-    traces = {tpu.VMEM_SPACE: tpu.vmem_trace_peak(list(vmem.offsets), live, df)} if vmem is not None else {}
-    return MemoryModel(module, platform, df, live, packed.heaps, argument, output, alias, packed.static,
-                       packed.tables, notes, rules, traces, facts)
+    packed, notes = backend.assign(lambda order, packing: _assign_and_pack(
+        df, live, facts, backend, alignment, order, packing))
+    return MemoryModel(module, backend, df, live, packed.heaps, argument, output, alias, packed.static,
+                       packed.tables, notes, backend.trace_peaks(packed.heaps, live, df), facts)
 
 
 @dataclass(frozen=True)
@@ -684,16 +622,15 @@ class _Packed:
     tables: dict[int, list[int]]
     hbm_bytes: int
     """Every allocation of memory space 0, the combined temp allocation included: what
-    libtpu compares with the device's memory (`tpu.falls_back`)."""
+    libtpu compares with the device's memory (`backends.tpu.falls_back`)."""
 
 
-def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, platform: str, alignment: int | None,
-                     order: str, packing: str, must_not_live_out=None,
-                     peak_buffers: bool = False) -> _Packed:
+def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, backend: Backend, alignment: int | None,
+                     order: str, packing: HeapAlgorithm) -> _Packed:
     """Buffer assignment in `order` (`_Assigner`), then each memory space's temp heap packed:
-    the default space's with `simulate_heap`'s `packing` (its heap trace replayed for
-    `peak_buffers`), the others with XLA's best of two orders."""
-    assigner = _Assigner(df, live, _Sharing(df, facts, platform).may_share, order, must_not_live_out)
+    the default space's by `packing` (its heap trace replayed where the backend's reported
+    temp reads it), the others by XLA's best of two orders (`BEST_OF_TWO`)."""
+    assigner = _Assigner(df, live, _Sharing(df, facts, backend).may_share, order, backend.must_not_live_out)
     assigner.run()
     # Peak's static part: every argument, constant and output allocation, as large as its
     # largest buffer (XLA ComputePeakMemorySizes).
@@ -709,15 +646,15 @@ def _assign_and_pack(df: Dataflow, live: LiveRanges, facts: Facts, platform: str
     for space, vs in by_space.items():
         # Passed on, not kept here: the heap lets its answers go once the replay is done,
         # before packing, the analysis' peak.
-        sharing = _Sharing(df, facts, platform)
-        heaps[space] = simulate_heap(df, live, vs, _alignment(platform, space, alignment), sharing.may_share,
-                                     sharing.may_share_any, packing if space == 0 else "best",
-                                     peak_buffers=peak_buffers and space == 0)
+        sharing = _Sharing(df, facts, backend)
+        heaps[space] = simulate_heap(df, live, vs, _alignment(backend, space, alignment),
+                                     packing if space == 0 else BEST_OF_TWO, sharing.may_share,
+                                     sharing.may_share_any, peak_buffers=backend.reads_peak_buffers and space == 0)
         del sharing
     for space, sizes in tables.items():
         heap = heaps.get(space) or Heap(0, 0, 0, [0] * (live.schedule.end + 1), {}, "spatial")
         heaps[space] = dataclasses.replace(
-            heap, size=_combined_temp(heap.size, sizes, _alignment(platform, space, alignment)))
+            heap, size=backend.combine_temp(heap.size, sizes, _alignment(backend, space, alignment)))
     hbm = fixed + (heaps[0].size if 0 in heaps else 0)
     return _Packed(heaps, static, tables, hbm)
 
@@ -750,13 +687,13 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         rows.append(LiveBuffer(name, v.size, v.shape.text, inst.op_name, inst.source))
     peak_name = steps[at] if at < len(steps) else (steps[-1] if steps else "")
     notes: list[str] = list(model.notes)
-    undecided = _undecided_note(model.dataflow, model.platform)
+    undecided = _undecided_note(model.dataflow, model.backend)
     if undecided is not None:
         notes.append(undecided)
-    if model.tpu_rules is not None and heap is not None:
-        temp, note = tpu.reported_temp(heap.size, heap.peak_buffers_bytes + sum(model.tables.get(0, ())),
-                                       bool(heap.offsets), model.tpu_rules)
-        notes.append(note)
+    if heap is not None:
+        temp, note = model.backend.reported_temp(heap, model.tables.get(0, []))
+        if note is not None:
+            notes.append(note)
     return MemoryAnalysis(
         name=module.name,
         temp_bytes=temp,

@@ -7,8 +7,9 @@ instructions, or is "unsure" where the plain one is exact (tests/test_facts.py).
 
 from __future__ import annotations
 
-from ..analysis.dataflow import elementwise_parameters_of, in_place_operands_from
+from ..analysis.dataflow import in_place_operands_from
 from ..analysis.facts import Facts
+from ..analysis.sharing import elementwise_parameters_of
 from ..ir.module import Computation
 from .lazy import LazyComputation, holds_any
 

@@ -1,7 +1,7 @@
-"""TPU's memory rules, as libtpu applies them: the one place for what TPU does apart from XLA's
-CPU and GPU buffer assignment (sizes, alignment, the order buffers are assigned in and which
+"""TPU's memory rules, as libtpu applies them: what TPU does apart from XLA's CPU and GPU
+buffer assignment (sizes, alignment, alias hints, the order buffers are assigned in and which
 allocations they may reuse, how the HBM temp heap is packed, what `temp_size_in_bytes`
-reports), each with the evidence it was found from; `memory.py` and `dataflow.py` ask it.
+reports), each with the evidence it was found from; the analyses ask it through `Tpu`.
 
 Found from libtpu 0.0.42.1 (jax 0.10.2) and 0.0.50.1 (jax 0.12.0.1) compilations for v5e:
 their buffer-assignment dumps, the heap trace of their `*.hlo.pb` dumps (XLA's
@@ -16,9 +16,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..ir.opcodes import custom_call, fusion_kinds
-from .callgraph import loop_parts, scheduled_computations
-from .facts import PLAIN, Facts
+from ...ir.opcodes import custom_call, fusion_kinds
+from ..callgraph import loop_parts, scheduled_computations
+from ..facts import PLAIN, Facts
+from ..heap.best_fit import BEST_OF_TWO
+from ..heap.fast_merge import FAST_MERGE
+from .base import Backend
 
 
 ALIGNMENT = {0: 16384, 1: 4096, 2: 4}
@@ -177,10 +180,6 @@ def byte_size(shape) -> int:
     return shape.padded_byte_size
 
 
-def alignment(space: int) -> int:
-    return ALIGNMENT.get(space, DEFAULT_ALIGNMENT)
-
-
 @dataclass(frozen=True)
 class TpuRules:
     """How libtpu assigns and reports one module's memory.
@@ -222,11 +221,11 @@ class TpuRules:
         one's HBM allocations pass a v5e's limit (`FALLBACK_MARGIN`). `assign_and_pack(order,
         packing)` assigns in that order and packs the HBM heap so (its result has `heaps`
         and `hbm_bytes`). Returns that result and the notes on what was assumed."""
-        packed = assign_and_pack(self.assignment, "merge")
+        packed = assign_and_pack(self.assignment, FAST_MERGE)
         notes = [f"TPU: buffer assignment as libtpu {self.libtpu} does it ({self.evidence})"]
         if falls_back(packed.hbm_bytes, V5E_DEVICE_MEMORY):
             fast = packed
-            packed = assign_and_pack("size", "best")
+            packed = assign_and_pack("size", BEST_OF_TWO)
             notes.append(
                 f"TPU: the fast buffer assignment's HBM allocations ({fast.hbm_bytes} bytes) pass a v5e's device "
                 f"memory less 2.5 GiB, where libtpu assigns again with XLA's default (largest first, best-fit "
@@ -266,3 +265,47 @@ def reported_temp(allocation: int, peak_buffers: int, has_arrays: bool, rules: T
     return 2 * size - peak_buffers, (
         f"TPU: temp is libtpu's 2 x HBM temp allocation ({size} bytes, {HBM_PROGRAM_ALIGNMENT // 1024} KiB-aligned) "
         f"- its peak buffers ({peak_buffers} bytes): the allocation plus its fragmentation")
+
+
+def tiles_shapes(comp) -> bool:
+    """Whether a shape of `comp` has a tiled layout (`{1,0:T(8,128)}`): TPU's compiler
+    writes them in its entry's shapes, CPU's and GPU's never."""
+    return any(":T(" in inst.shape.text for inst in comp.instructions)
+
+
+class Tpu(Backend):
+    """TPU as libtpu compiles a module (`TpuRules`: which libtpu made it)."""
+
+    name = "tpu"
+    packing_name = "packing"
+    elementwise_sharing_kinds = ELEMENTWISE_SHARING_KINDS
+    byte_size = staticmethod(byte_size)
+    must_not_live_out = staticmethod(must_not_live_out)
+    reads_peak_buffers = True
+
+    def __init__(self, rules: TpuRules):
+        super().__init__()
+        self.rules = rules
+
+    @classmethod
+    def of(cls, module, facts: Facts = PLAIN) -> Tpu:
+        return cls(TpuRules.of(module, facts))
+
+    def alignment(self, space: int) -> int:
+        return ALIGNMENT.get(space, DEFAULT_ALIGNMENT)
+
+    def may_alias(self, operand, user, user_index: tuple, operand_number: int) -> bool | None:
+        return may_alias(operand, user, user_index)
+
+    def may_alias_any(self, user) -> bool:
+        return self.name in user.info.in_place_on
+
+    def assign(self, assign_and_pack):
+        return self.rules.assign(assign_and_pack)
+
+    def trace_peaks(self, heaps: dict, live, dataflow) -> dict[int, int]:
+        vmem = heaps.get(VMEM_SPACE)
+        return {VMEM_SPACE: vmem_trace_peak(list(vmem.offsets), live, dataflow)} if vmem is not None else {}
+
+    def reported_temp(self, heap, table_sizes: list[int]) -> tuple[int, str | None]:
+        return reported_temp(heap.size, heap.peak_buffers_bytes + sum(table_sizes), bool(heap.offsets), self.rules)
