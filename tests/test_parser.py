@@ -379,7 +379,7 @@ _PRINTED_EDGES = {
 @pytest.mark.parametrize("edge", sorted(_PRINTED_EDGES))
 def test_computations_found_without_the_parser_are_what_it_finds(edge, monkeypatch):
     """A lazy parse reads computations printed one after another without the parser, one
-    match of the grammar's COMPUTATION terminal each (`_parse_printed`): the module is the
+    match of the grammar's COMPUTATION terminal each (`parse_printed`): the module is the
     one the parser alone gives, or the error its error, on texts that leave that form."""
     from hloscope.text import parser
 
@@ -390,7 +390,7 @@ def test_computations_found_without_the_parser_are_what_it_finds(edge, monkeypat
         found = _outline_of(hloscope.parse_all(text, lazy=True))
     except hloscope.HloSyntaxError as e:
         found = (e.message, e.line, e.column)
-    monkeypatch.setattr(parser, "_parse_printed", lambda *args: None)
+    monkeypatch.setattr(parser, "parse_printed", lambda *args: None)
     try:
         expected = _outline_of(hloscope.parse_all(text, lazy=True))
     except hloscope.HloSyntaxError as e:
@@ -406,7 +406,7 @@ def test_printed_computations_on_every_text_are_what_the_parser_finds(monkeypatc
     from .conftest import corpus_texts_or_none, fixture_texts
 
     taken = 0
-    real = parser._parse_printed
+    real = parser.parse_printed
 
     def counting(*args):
         nonlocal taken
@@ -416,14 +416,14 @@ def test_printed_computations_on_every_text_are_what_the_parser_finds(monkeypatc
 
     texts = fixture_texts() + corpus_texts_or_none()
     found = []
-    monkeypatch.setattr(parser, "_parse_printed", counting)
+    monkeypatch.setattr(parser, "parse_printed", counting)
     for text in texts:
         try:
             found.append(_outline_of(hloscope.parse_all(text, lazy=True)))
         except hloscope.HloSyntaxError as e:
             found.append((e.message, e.line, e.column))
     assert taken >= len(fixture_texts())
-    monkeypatch.setattr(parser, "_parse_printed", lambda *args: None)
+    monkeypatch.setattr(parser, "parse_printed", lambda *args: None)
     for k, text in enumerate(texts):
         try:
             expected = _outline_of(hloscope.parse_all(text, lazy=True))
@@ -472,21 +472,21 @@ def test_progress_is_reported_up_to_the_end():
 
 
 def test_the_inline_callee_scan_agrees_with_its_regex():
-    """`_has_inline_callee` is a faster way to run `_INLINE_CALLEE.search`: same answers on
+    """`has_inline_callee` is a faster way to run `INLINE_CALLEE.search`: same answers on
     every corpus text, and on spans of one."""
-    from hloscope.text.parser import _INLINE_CALLEE, _has_inline_callee
+    from hloscope.text.references import INLINE_CALLEE, has_inline_callee
 
     from .conftest import corpus_texts_or_none, fixture_texts
 
     inline = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[] reduce(p, p), dimensions={0}, to_apply={\n    a = f32[] parameter(0)\n    b = f32[] parameter(1)\n    ROOT s = f32[] add(a, b)\n  }\n}\n"
     found = 0
     for k, text in enumerate([inline] + fixture_texts() + corpus_texts_or_none()):
-        expected = _INLINE_CALLEE.search(text) is not None
+        expected = INLINE_CALLEE.search(text) is not None
         found += expected
-        assert _has_inline_callee(text) == expected, k
+        assert has_inline_callee(text) == expected, k
         half = len(text) // 2
-        assert _has_inline_callee(text, half) == (_INLINE_CALLEE.search(text, half) is not None)
-        assert _has_inline_callee(text, 0, half) == (_INLINE_CALLEE.search(text, 0, half) is not None)
+        assert has_inline_callee(text, half) == (INLINE_CALLEE.search(text, half) is not None)
+        assert has_inline_callee(text, 0, half) == (INLINE_CALLEE.search(text, 0, half) is not None)
     assert found  # inline computations were among the texts: both answers were seen
 
 
@@ -495,7 +495,7 @@ def test_the_one_pass_body_reader_cuts_as_the_line_cutter_does():
     the general path cuts it line by line and splits each instruction. Both must give the
     same instructions, or the same error, on every body of the corpus and the fixtures that
     the one pass takes (and it must take most: the others span lines)."""
-    from hloscope.text.parser import _split_instruction
+    from hloscope.text.body import split_instruction as _split_instruction
 
     def read(cut):
         try:
