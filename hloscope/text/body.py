@@ -1,5 +1,6 @@
 """Cutting a computation's printed text: its name, signature and body (`printed_parts`), and
-the body into instructions, single instructions and operations (`BodyText`).
+the body into instructions, single instructions and operations (`BodyText`), all by one
+cutter that cuts where the grammar's INSTRUCTION terminal does.
 
 A body is most of a large file's bytes and is often never read whole, so it is kept as a
 span of the text and cut when something asks."""
@@ -18,12 +19,20 @@ from .checks import check_literal, check_result
 from .cuts import LAYOUTS, cuts, start_of
 from .link import link
 from .location import attach_source, place
-from .references import has_inline_callee
 
 
 class BodyText:
-    """A computation's body as one BODY token, cut into instructions. It is held as a span
-    of the whole text, not a copy: bodies are most of a large file's bytes."""
+    """A computation's body as one BODY token, a span of the whole text (not a copy), cut
+    into instructions on demand.
+
+    The grammar's BODY terminal has checked that the body is a sequence of INSTRUCTION
+    lines; one cutter (`_step`, walked by `_cut`) takes them one at a time, each where the
+    INSTRUCTION terminal ends. It first tries one match of `Cuts.instruction_line`: the
+    parts (name, shape, opcode, operand list), then the attributes the grammar's ATTRIBUTE
+    terminal takes first, possessively, as INSTRUCTION takes them, then the line's end;
+    where that does not match, the INSTRUCTION terminal itself. tests/test_parser.py holds
+    the cutter to the terminal on every fixture and corpus body, and on instructions that
+    go on past their line."""
 
     __slots__ = ("column", "end", "line", "source", "start")
 
@@ -34,6 +43,7 @@ class BodyText:
         self.end = end
         self.line = line
         self.column = column
+
     @classmethod
     def of_token(cls, token, source: str | None) -> "BodyText":
         """The body that is `token` (a BODY): a span of `source` when the token lies in it,
@@ -44,104 +54,106 @@ class BodyText:
     def text(self) -> str:
         return self.source[self.start : self.end]
 
-    def lines(self):
-        """(instruction text, line, column) of each instruction, in order.
+    # ─── the cutter ───────────────────────────────────────────────────────────────────
 
-        The grammar's BODY terminal has checked that the body is a sequence of INSTRUCTION
-        lines, so the instructions are cut where each one starts (a name, `=`, a shape at a
-        line's start). A body holding inline computations is cut by the INSTRUCTION
-        terminal itself, since their lines start that way too."""
-        if has_inline_callee(self.source, self.start, self.end):
-            return self._exact_lines()
-        text = self.text
-        starts = [m.start() for m in cuts().instruction_start.finditer(text)]
-        if not starts or text.count("\n", 0, starts[0]) != 1:
-            return self._exact_lines()  # the first instruction is not where a line starts one
-        starts.append(len(text) - 1)  # the closing brace
-        line = self.line + text.count("\n", 0, starts[0])
-        pieces = []
-        for k in range(len(starts) - 1):
-            begin, end = starts[k], starts[k + 1]
-            piece = text[begin:end]
-            stripped = piece.lstrip(" \t")
-            instruction = stripped.rstrip()
-            if instruction[-1] == ",":
-                # An attribute continued on the next line, which merely looks like the start
-                # of an instruction (`outfeed_shape=(f32[2], ...)`): cut exactly instead.
-                return self._exact_lines()
-            pieces.append((instruction, line, len(piece) - len(stripped) + 1))
-            line += piece.count("\n")
-        return pieces
+    def _cut(self, make) -> list:
+        """`make(parts match, attribute text, line, column)` of each instruction, in order:
+        `_step` from the first line on (its first match written out here, as most
+        instructions take it)."""
+        source, end = self.source, self.end
+        match, count = cuts().instruction_line.match, source.count
+        pos = source.index("\n", self.start, end) + 1
+        line = self.line + 1
+        out = []
+        while True:
+            m = match(source, pos, end)
+            if m is not None:
+                # The column of `start_of(m)`.
+                out.append(make(m, m.group(6), line, (m.start(2) if m.start(1) < 0 else m.start(1)) - pos + 1))
+                after = m.end()
+            else:
+                found = self._by_terminal(pos)
+                if found is None:
+                    first = _BLANKS.match(source, pos, end).end()
+                    if first >= end - 1:  # the closing brace
+                        return out
+                    # Cannot happen for text the BODY terminal matched.
+                    raise HloSyntaxError("malformed instruction", line, first - pos + 1)
+                m, tail, column, after = found
+                out.append(make(m, tail, line, column))
+            line += count("\n", pos, after)
+            pos = after
+
+    def _step(self, pos: int):
+        """The instruction on the line that starts at `pos`: (a match of `Cuts.parts` or
+        `Cuts.instruction_line` in `source`, its attribute text, its column, where the next
+        line starts); None where no instruction starts there."""
+        m = cuts().instruction_line.match(self.source, pos, self.end)
+        if m is not None:
+            return m, m.group(6), start_of(m) - pos + 1, m.end()
+        return self._by_terminal(pos)
+
+    def _by_terminal(self, pos: int):
+        """`_step` where `Cuts.instruction_line` does not match: the INSTRUCTION terminal."""
+        source, end = self.source, self.end
+        first = _BLANKS.match(source, pos, end).end()
+        whole = cuts().instruction.match(source, first, end)
+        if whole is None:
+            return None
+        m = cuts().parts.match(source, first, whole.end())
+        after = source.find("\n", whole.end(), end)
+        if m is None or after < 0:
+            return None
+        return m, source[m.end() : whole.end()], first - pos + 1, after + 1
+
+    # ─── what is cut ──────────────────────────────────────────────────────────────────
 
     def instructions(self) -> list[Instruction]:
-        """The body's instructions, unlinked. A body as XLA prints it (one instruction per
-        line) is cut by one regex pass over its lines; anything else goes through `lines()`.
-        Never a body with an inline callee: the parse reads those itself (`Builder`)."""
-        fast = self._instructions_by_line()
-        if fast is not None:
-            return fast
-        pieces = self.lines()
-        if not all(cuts().parts.match(t) for t, _, _ in pieces):
-            # A line that only looks like an instruction's start (inside a shape left open,
-            # `a = f32[` then the next line): cut exactly, by the INSTRUCTION terminal.
-            pieces = self._exact_lines()
-        return [split_instruction(t, ln, col) for t, ln, col in pieces]
-
-    def _instructions_by_line(self) -> list[Instruction] | None:
-        """One `parts_line` match per line, or None when the matches do not tile the body
-        line by line (an instruction spanning lines, or text the pattern does not take)."""
-        lines = self._line_matches()
-        if lines is None:
-            return None
-        build, line = instruction_of, self.line + 1
+        """The body's instructions, unlinked. Never a body with an inline callee: the parse
+        reads those itself (`Builder`), from `instruction_texts`."""
         # A body without a `#` writes no tuple element `t#i` (one search of the body, not one per line).
-        plain = cuts().operand_names.findall if self.source.find("#", self.start, self.end) < 0 else None
-        return [build(m, tail, line + k, start_of(m) - m.start() + 1, plain) for k, (m, tail) in enumerate(lines)]
+        if self.source.find("#", self.start, self.end) < 0:
+            plain = cuts().operand_names.findall
+            return self._cut(lambda m, tail, line, column: instruction_of(m, tail, line, column, plain))
+        return self._cut(instruction_of)
 
-    def _line_matches(self) -> list[tuple[re.Match[str], str]] | None:
-        """Each instruction's `parts_line` match and attribute text, one per line; None when
-        they do not tile the body so."""
-        source, end = self.source, self.end - 1  # the closing brace
-        pos = source.index("\n", self.start, end) + 1
+    def instruction_texts(self) -> list[tuple[str, int, int]]:
+        """(text, line, column) of each instruction, in order: what an INSTRUCTION token holds."""
+        source = self.source
+        return self._cut(lambda m, tail, line, column: (source[start_of(m) : m.end(5)] + tail, line, column))
+
+    def operations(self) -> list[tuple[str, str, list[str]]]:
+        """`(name, opcode, operand names)` of every instruction in text order, cut as a whole
+        read cuts them but with nothing else built (no shapes, attributes or links): what a
+        question about the body's dataflow alone needs. A parameter's one "operand" is its
+        number."""
         out = []
-        for m in cuts().parts_line.finditer(source, pos, end):
-            if m.start() != pos:
-                return None
-            pos = m.end()
-            tail = m.group(6)
-            if tail and tail[-1] in " \t\r":
-                tail = tail.rstrip()
-            if tail.endswith(","):
-                return None  # attributes continued on the next line
-            out.append((m, tail))
-        # Every line taken, each by one match: the body's newlines are one per instruction
-        # and the one after its opening brace.
-        if source[pos:end].strip(" \t") or source.count("\n", self.start, end) != len(out) + 1:
-            return None
+        for m in self._cut(lambda m, tail, line, column: m):
+            name, opcode, group = m.group(2, 4, 5)
+            opcode = opcode.rstrip()
+            if opcode == "parameter":
+                operands = [group[1:-1].strip()]
+            elif opcode == "constant" or len(group) <= 2:
+                operands = []
+            else:
+                inner = group[1:-1]
+                if "{" in inner:
+                    inner = LAYOUTS.sub("", inner)
+                operands = [o.lstrip("%") for o in operand_names(inner)]
+            out.append((name.lstrip("%"), opcode, operands))
         return out
 
-    def _exact_lines(self) -> list:
-        return list(self._exact_line_iter())
-
-    def _exact_line_iter(self):
-        text = self.text
-        match = cuts().instruction.match
-        pos = text.index("\n") + 1
-        line = self.line + 1
-        end = len(text) - 1  # the closing brace
-        while True:
-            start = pos
-            while text[pos] in " \t":
-                pos += 1
-            if pos >= end:
-                return
-            m = match(text, pos)
-            if m is None:  # cannot happen for text the BODY terminal matched
-                raise HloSyntaxError("malformed instruction", line, pos - start + 1)
-            yield m.group(0), line, pos - start + 1
-            line += text.count("\n", pos, m.end())
-            pos = text.index("\n", m.end()) + 1
-            line += 1
+    def instruction_named(self, name: str) -> Instruction | None:
+        """The instruction `name`, cut from its line as a whole read would cut it, operands
+        left as names (unlinked); None where no line starts it. Names are found by their
+        text: a body with a repeated name is read whole (`finish_module` reads every body
+        then)."""
+        pos = self._line_of(name.lstrip("%"))
+        step = self._step(pos) if pos is not None else None
+        if step is None:
+            return None
+        m, tail, column, _ = step
+        return instruction_of(m, tail, self.line + self.source.count("\n", self.start, pos), column)
 
     def read(self, computation, users: bool = True) -> tuple[list[Instruction], Instruction]:
         """(instructions, root) of `computation`'s body, linked (with `users`: each operand
@@ -156,8 +168,10 @@ class BodyText:
             # the body placed at its line.
             whole = self.source.count("\n", 0, self.start) + 1 == self.line
             raise attach_source(e, self.source if whole else "\n" * (self.line - 1) + self.text,
-                                 module.source_path if module and module.source_path else "<string>") from None
+                                module.source_path if module and module.source_path else "<string>") from None
         return instructions, root
+
+    # ─── looks at the text, without cutting ───────────────────────────────────────────
 
     def names(self) -> list[str]:
         """The instruction names, without reading the instructions."""
@@ -176,53 +190,9 @@ class BodyText:
             return None
         return m.group(1)
 
-    def instruction_named(self, name: str) -> Instruction | None:
-        """The instruction `name`, cut from its line as a whole read would cut it, operands
-        left as names (unlinked); None where its line does not hold it whole (continued on
-        the next) or no line starts it. Names are found by their text: a body with a
-        repeated name is read whole (`finish_module` reads every body then)."""
-        pos = self._line_of(name.lstrip("%"))
-        if pos is None:
-            return None
-        m = cuts().parts_line.match(self.source, pos, self.end)
-        if m is None:
-            return None
-        tail = m.group(6).rstrip()
-        end = m.end()
-        next_line_starts = (cuts().instruction_start.match(self.source, end, self.end)
-                            or _CLOSING.match(self.source, end, self.end))
-        if tail.endswith(",") or not next_line_starts:
-            return None  # the instruction goes on past its line
-        line = self.line + self.source.count("\n", self.start, pos)
-        return instruction_of(m, tail, line, start_of(m) - pos + 1)
-
-    def operations(self) -> list[tuple[str, str, list[str]]] | None:
-        """`(name, opcode, operand names)` of every instruction in text order, cut as a whole
-        read cuts them but with nothing else built (no shapes, attributes or links): what a
-        question about the body's dataflow alone needs. A parameter's one "operand" is its
-        number. None where the lines do not hold one instruction each."""
-        lines = self._line_matches()
-        if lines is None:
-            return None
-        out = []
-        for m in lines:
-            name, opcode, group = m[0].group(2, 4, 5)
-            opcode = opcode.rstrip()
-            if opcode == "parameter":
-                operands = [group[1:-1].strip()]
-            elif opcode == "constant" or len(group) <= 2:
-                operands = []
-            else:
-                inner = group[1:-1]
-                if "{" in inner:
-                    inner = LAYOUTS.sub("", inner)
-                operands = [o.lstrip("%") for o in operand_names(inner)]
-            out.append((name.lstrip("%"), opcode, operands))
-        return out
-
     def _line_of(self, name: str) -> int | None:
-        """Where the line defining `name` starts: a line that starts an instruction (as
-        `lines` cuts them) named `name`."""
+        """Where the line defining `name` starts: a line that starts an instruction named
+        `name`."""
         source, start, end = self.source, self.start, self.end
         starts = cuts().instruction_start
         i = source.find(name, start, end)
@@ -236,8 +206,7 @@ class BodyText:
         return None
 
 
-_CLOSING = re.compile(r"[ \t]*\}")
-
+_BLANKS = re.compile(r"[ \t]*")
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 _ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")
 
@@ -253,7 +222,7 @@ def split_instruction(text: str, line: int, column: int) -> Instruction:
 
 
 def instruction_of(m: re.Match[str], tail: str, line: int, column: int, names=None) -> Instruction:
-    """An Instruction from a match of `Cuts.parts` (or `Cuts.parts_line`) at
+    """An Instruction from a match of `Cuts.parts` (or `Cuts.instruction_line`) at
     line:column, with `tail`, its attribute text. `names`: how to find the operand
     references in the operand list (`operand_names`; a faster one where no operand can be
     a tuple element)."""

@@ -318,7 +318,7 @@ class Builder(Transformer):
             return self.unread.computation(name, is_entry, attrs, name_token.line, signature, body)
         # Read now: eagerly, or because an inline computation must join the module here.
         if self.inline_possible and has_inline_callee(body.source, body.start, body.end):
-            instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.lines()]
+            instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.instruction_texts()]
         else:
             instructions = body.instructions()
         comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)

@@ -23,9 +23,13 @@ class Cuts:
         parts = (r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(" + self.group.pattern + "|" + array
                  + r")[ \t]+(" + terminal("OPCODE")[:-2] + r")(" + self.group.pattern + ")")
         self.parts = re.compile(parts)
-        # The line form adds the rest of the line (the attributes) and its end.
-        self.parts_line = re.compile(r"[ \t]*" + parts + r"([^\n]*)\n")
-        # The grammar's INSTRUCTION terminal.
+        # An instruction as a body holds it, from its line's start: the parts, then its
+        # attributes (group 6) as the grammar's ATTRIBUTE terminal reads them, however many
+        # lines they take, then the end of its line. Possessive: the attributes are the ones
+        # the INSTRUCTION terminal takes first (`BodyText` says why that is its cut).
+        self.instruction_line = re.compile(
+            r"[ \t]*" + parts + r"((?:" + terminal("ATTRIBUTE") + r")*+)[ \t]*\r?\n")
+        # The grammar's INSTRUCTION terminal: how a body is cut where the line above is not.
         self.instruction = re.compile(terminal("INSTRUCTION"))
         # In an operand list with its layouts removed, a name directly before `,` or the end
         # is an operand: inside shapes only `]`, `}` and `)` come before a comma. A name may
@@ -33,7 +37,7 @@ class Cuts:
         # without a `#`, none does, and the plain pattern is used.
         self.operand_names = re.compile(r"(?<![\w.\-%])(" + name + r")(?=[ \t]*(?:,|\Z))")
         self.element_operand_names = re.compile(r"(?<![\w.\-%])(" + name + r"(?:#[0-9]+)*)(?=[ \t]*(?:,|\Z))")
-        # Where each instruction of a printed body starts: a name, `=`, then a shape.
+        # Where an instruction of a printed body starts: a name, `=`, then a shape.
         self.instruction_start = re.compile(
             r"^[ \t]*(?:ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(?=\(|[a-z][a-z0-9]*[ \t]*\[)", re.M)
 
