@@ -1,9 +1,7 @@
-"""Cutting a computation's printed text: its name, signature and body (`printed_parts`), and
-the body into instructions, single instructions and operations (`BodyText`), all by one
-cutter that cuts where the grammar's INSTRUCTION terminal does.
-
-A body is most of a large file's bytes and is often never read whole, so it is kept as a
-span of the text and cut when something asks."""
+"""Cutting a computation's printed text: its name, signature and body (`printed_parts`), and the
+body, a span of the text left uncut until asked (bodies are most of a large file), into
+instructions, single instructions and operations (`BodyText`). One cutter does all of it,
+cutting where the grammar's INSTRUCTION terminal does."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The IR builder: Lark's rule callbacks (`Builder`), embedded in the LALR parser so that no
-parse tree is built and each rule makes IR objects as it is reduced. One builder serves both
-engines: the specification's rules (grammars/hlo.lark) and the coarse tokens the fast
-grammar adds (a printed instruction, body or computation), which it cuts with
-hloscope.text.body. Operand names are resolved once a whole computation is read, within it,
-as XLA's parser resolves them."""
+"""The IR builder: Lark's rule callbacks (`Builder`), embedded in the LALR parser so that each
+rule makes IR objects as it is reduced and no parse tree is built. One builder serves both
+engines, the specification's rules and the coarse tokens the fast grammar adds (a printed
+instruction, body or computation, cut by hloscope.text.body)."""
 
 from __future__ import annotations
 

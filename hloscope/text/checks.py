@@ -1,7 +1,7 @@
-"""What XLA's parser checks beyond the grammar, apart from each instruction's own rules
-(hloscope.text.instruction_checks) and references to computations (hloscope.text.references):
-a computation's result, the module's aliases and header attributes, a constant's literal,
-control predecessors. Rules XLA enforces when it reads a module, and no others."""
+"""What XLA's parser checks of a module beyond the grammar, besides each instruction's own
+rules (instruction_checks) and references to computations (references): a computation's
+result, the entry's aliases and the header's attributes, a constant's literal, control
+predecessors. Only rules XLA enforces when it reads a module are here."""
 
 from __future__ import annotations
 

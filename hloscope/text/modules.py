@@ -1,7 +1,7 @@
-"""A module from its computations, as XLA's parser finishes one: one computation per name,
-one entry (else the last), each header attribute once and well formed, names made unique,
-the entry's aliases checked. A module may be read in parts (`Unfinished`) and finished once
-all its computations are in."""
+"""A module from its computations, as XLA's parser finishes one: one computation per name, one
+entry (else the last), each header attribute once and well formed, names made unique, the
+entry's aliases checked. A module read in parts (`Unfinished`) is finished once all its
+computations are in."""
 
 from __future__ import annotations
 

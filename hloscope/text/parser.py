@@ -1,12 +1,9 @@
-"""HLO text → IR: the default engine, grammars/hlo.lark + grammars/hlo_fast.lark read by
-Lark's LALR parser with the IR builder embedded (hloscope.text.builder), and the one entry
-point (`parse_part`) every parse goes through.
-
-Around the parser: errors placed in their source line (hloscope.text.location), references
-to computations checked once per text (hloscope.text.references), and, in a lazy parse,
-computations as printed found without the parser (hloscope.text.printed). Bodies left
-unread are known only through the `UnreadBodies` the caller hands in (hloscope.speed).
-"""
+"""HLO text → IR with the fast engine: the grammar (grammars/hlo.lark, then hlo_fast.lark) read
+by Lark's LALR parser with the IR builder embedded, and `parse_part`, the entry point every
+parse goes through. Around the parser, errors get their source line, references to
+computations are checked once per text, and a lazy parse takes computations as printed
+without the parser where it can; bodies left unread it knows only as the `UnreadBodies` it is
+handed (hloscope.speed)."""
 
 from __future__ import annotations
 

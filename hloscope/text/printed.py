@@ -18,8 +18,6 @@ from .body import name_end_and_brace, printed_parts
 from .modules import Unfinished, finish_module
 from .unread import UnreadBodies
 
-# ─── computations as printed, found without the parser ────────────────────────────────
-#
 # A large text is mostly computations printed one after another. Each is one COMPUTATION
 # token, which the grammar's own terminal matches in one regex match; the parser's work per
 # token (lexer, LALR tables, callbacks) then costs as much again. A lazy parse reads the
@@ -29,6 +27,7 @@ from .unread import UnreadBodies
 # matches, take exactly that token; only whitespace may lie between two (what the grammar
 # ignores, comments aside). Anything else anywhere in the rest, or an error in the head,
 # and the parser reads the whole text, reporting what it reports.
+
 
 def up_to_names(text: str) -> str | None:
     """`text` with each `%name` written `%`: what bodies alike up to names have in common;
