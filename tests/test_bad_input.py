@@ -189,7 +189,7 @@ def test_channel_id_that_is_not_an_integer(tmp_path):
     assert xla_place(text) == (e.line, e.column)
 
 
-# ─── references and structure (hloscope/text/parser.py) ────────────────────────────────
+# ─── references and structure (hloscope/text/link.py, references.py) ──────────────────
 
 
 def test_operand_used_before_its_definition(tmp_path):

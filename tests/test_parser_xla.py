@@ -146,6 +146,41 @@ def test_computation_names_are_made_unique_as_xla_does(names):
     assert _first_difference(_module_calling(names)) is None
 
 
+# Instructions that go on past their line, each followed by a line that looks like an
+# instruction's start: a group or a string left open at the line's end (the next line is
+# inside it), attributes after a comma or after a key's `=`, a value going on after blanks,
+# a computation written inline. A body is cut where the INSTRUCTION terminal ends, as XLA reads it.
+_HEAD = "HloModule m\n\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\n"
+_PAST_THEIR_LINE = {
+    "a brace left open": ('  a = f32[] custom-call(), custom_call_target="x", backend_config={\n'
+                          '  b = f32[] parameter(0)}\n  ROOT c = f32[] negate(a)'),
+    "a string left open": ('  a = f32[] custom-call(), custom_call_target="x", backend_config="\n'
+                           '  b = f32[] parameter(0)"\n  ROOT c = f32[] negate(a)'),
+    "attributes after a comma": "  ROOT r = f32[8] all-reduce(p), replica_groups={},\n    to_apply=add",
+    "a value after its key's =": "  ROOT r = f32[8] all-reduce(p), replica_groups={}, to_apply=\n    add",
+    "a value going on after blanks": "  ROOT r = f32[8] all-reduce(p), replica_groups=[1,1]\n    <=[1], to_apply=add",
+    "a computation written inline": ("  ROOT r = f32[] reduce(p, f32[] constant(0)), dimensions={0}, to_apply={\n"
+                                     "    a = f32[] parameter(0)\n    b = f32[] parameter(1)\n"
+                                     "    ROOT s = f32[] add(a, b)\n  }"),
+}
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("edge", sorted(_PAST_THEIR_LINE))
+def test_an_instruction_going_on_past_its_line_is_read_as_xla_reads_it(edge):
+    """The instructions are XLA's, read eagerly or lazily, and their attributes those the
+    specification alone (`engine="lark"`) reads (an inline computation's name, made of an
+    object's id, aside)."""
+    needs_xla()
+    text = _HEAD + "ENTRY e {\n  p = f32[8] parameter(0)\n" + _PAST_THEIR_LINE[edge] + "\n}\n"
+    assert _first_difference(text) is None
+    assert _first_difference(text, lazy=True) is None
+    read = [[(i.name, {k: re.sub(r"_ inline \d+", "_ inline", v) for k, v in i.attributes.items()})
+             for c in hloscope.parse(text, **how).computations for i in c.instructions]
+            for how in ({}, {"lazy": True}, {"engine": "lark"})]
+    assert read[0] == read[1] == read[2]
+
+
 # ─── the newest XLA's forms, against the newest jaxlib ──────────────────────────────────
 #
 # Forms jaxlib 0.10.2 does not read, or names otherwise, compared with the newest jaxlib's

@@ -22,7 +22,7 @@ names its callees: those attributes are the copy's own (its text), the others th
 original's. Every check a read makes of a body (names defined once and before use, the opcode
 rules, which count callees) then says of the copy what it said of the original, which read
 without an error; the caller checks each copy's root against its own header, which is not
-part of the body. Callees are the module's to check (`parser.check_references`), and an
+part of the body. Callees are the module's to check (`references.check_references`), and an
 analysis that prices or models a copy by its original asks about the copy's own callees.
 """
 
@@ -45,7 +45,7 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Ori
     `%name`s), or (None, (), its `%name`s) when a body written so was read already and
     cannot be copied.
 
-    A body's key is its text up to names (`parser.up_to_names`); `alike`, when the lazy parse
+    A body's key is its text up to names (`printed.up_to_names`); `alike`, when the lazy parse
     found that text, is a token that stands for it (`LazyBody.alike`): the names are then
     all there is to find. Bodies of a text parsed in two parts meet under the text."""
     if alike is not None and alike in copies:

@@ -17,7 +17,8 @@ import weakref
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction, Module
-from ..text.parser import BodyText, check_aliases, check_result
+from ..text.body import BodyText
+from ..text.checks import check_aliases, check_result
 from . import runtime
 from .copies import Original, copies_of
 from .executor import Executor, Job
@@ -38,7 +39,7 @@ class LazyComputation(Computation):
         and of the computations they call, when `read_all` found so (hloscope.speed.copies):
         its instructions are made from the original's when first asked for."""
         self.alike = alike
-        """Where the lazy parse found the body's text up to names (`parser.up_to_names`): a
+        """Where the lazy parse found the body's text up to names (`printed.up_to_names`): a
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
         """The body read before that this one repeats, once `read_all` found so."""
@@ -118,7 +119,7 @@ def holds_any(comp: Computation, opcodes: tuple[str, ...]) -> bool:
 
 
 class Lazy:
-    """The parser's maker of unread computations (`parser.UnreadBodies`)."""
+    """The parser's maker of unread computations (`unread.UnreadBodies`)."""
 
     def computation(self, name, is_entry, attributes, line, signature, body, alike=None) -> Computation:
         return LazyComputation(name, is_entry, attributes, line, signature, body, alike)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ir.attributes import Attributes
 from ..ir.module import Computation
-from ..text.parser import BodyText
+from ..text.body import BodyText
 from .lazy import LAZY, LazyComputation
 
 

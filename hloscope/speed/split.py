@@ -23,13 +23,10 @@ from lark import Token
 from ..errors import HloSyntaxError
 from ..ir.module import Computation
 from ..text.names import NameFacts
-from ..text.parser import (
-    Unfinished,
-    attach_source,
-    check_references,
-    finish_module,
-    parse_part,
-)
+from ..text.location import attach_source
+from ..text.modules import Unfinished, finish_module
+from ..text.parser import parse_part
+from ..text.references import check_references
 from .executor import Executor, Job
 from .lazy import LAZY
 from .outline import computations_from_outline, computations_outline

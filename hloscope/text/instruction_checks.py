@@ -1,7 +1,7 @@
 """What XLA's parser checks of one instruction, by its opcode: operand counts, the callees
 a loop, conditional, call or fusion names, parameter numbers, tuple indices, and the
 attributes of collectives. Each opcode's check comes from the opcode table's facts
-(`RULES`); the parser runs it on every instruction it links (hloscope.text.parser._link).
+(`RULES`); the parser runs it on every instruction it links (hloscope.text.link).
 Errors point into the instruction's source line, found there later (HloSyntaxError hints).
 """
 

@@ -3,7 +3,7 @@
 `grammars/hlo.lark` is read by Lark's LALR parser as it is, with none of the fast engine's
 composite tokens (grammars/hlo_fast.lark), so every instruction goes through the grammar's
 rules: name, shape, opcode, operands, each attribute's key and value. The IR is built by the
-fast engine's own builder (hloscope.text.parser.Builder), linked and named the same way: one
+fast engine's own builder (hloscope.text.builder.Builder), linked and named the same way: one
 builder, two grammars. Several times slower than the default engine; it is there to show
 (tests/test_engines.py) that the specification alone describes what hloscope reads.
 """
@@ -16,28 +16,23 @@ import lark
 
 from .. import grammar
 from ..ir.module import Module
-from .parser import Builder, parse_with
+from .builder import Builder
+from .parser import parse_with
 
 START = ["start", "inline_body", "computations"]
 
 
-class ReferenceBuilder(Builder):
-    """The fast engine's builder, reading computations written inline with the specification."""
-
-    def inline_parser(self) -> lark.Lark:
-        return reference_parser()
-
-
 @functools.lru_cache(maxsize=1)
 def reference_parser() -> lark.Lark:
-    """A Lark LALR parser of the specification alone, building the IR as it reduces."""
+    """A Lark LALR parser of the specification alone, building the IR as it reduces (and
+    reading computations written inline with the specification too)."""
     return lark.Lark(
         grammar.spec_text(),
         cache=grammar.lark_cache_file("reference"),
         parser="lalr",
         lexer="contextual",
         start=START,
-        transformer=ReferenceBuilder(),
+        transformer=Builder(reference_parser),
         maybe_placeholders=False,
     )
 
