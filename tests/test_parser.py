@@ -816,3 +816,14 @@ def test_async_sugar_takes_the_parameter_names_the_newest_xla_takes(chain, names
     for lazy in (False, True):
         (module,) = hloscope.parse_all(text, lazy=lazy)
         assert [i.name for i in module.entry.instructions] == names
+
+
+def test_inline_computations_are_named_by_the_text_alone():
+    """A computation written inline gets a name no text can hold; two parses of one text give
+    the same names (they reach `export`'s JSON)."""
+    text = ("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT r = f32[] reduce(p, f32[] constant(0)), "
+            "dimensions={0}, to_apply={ a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n}\n")
+    first, second = (hloscope.parse(text).to_dict() for _ in range(2))
+    assert first == second
+    (called,) = first["computations"][-1]["instructions"][-1]["called_computations"]
+    assert called.startswith("_ inline ")

@@ -100,6 +100,9 @@ class Builder(Transformer):
         # Computations written inline in an attribute, waiting for the computation that
         # holds them to be finished (XLA adds them to the module before their holder).
         self.pending_inline: list[Computation] = []
+        # How many computations written inline this parse has named (their names then
+        # depend on the text alone).
+        self.inlined = 0
         # Leave printed bodies unread, made into computations by it (`UnreadBodies`).
         self.unread: UnreadBodies | None = None
         # Whether the text has any computation written inline (one search per parse).
@@ -326,7 +329,8 @@ class Builder(Transformer):
         instructions, _ = _split_body(children)
         token = Token("NAME", "_", line=1, column=1)
         comp = _finish_computation(token, instructions, False, Attributes(()), None)
-        comp.text_name = f"{INLINE_NAME}{id(comp)}"  # cannot clash with a name in the text
+        self.inlined += 1
+        comp.text_name = f"{INLINE_NAME}{self.inlined}"  # cannot clash with a name in the text
         return self._with_inline(comp)
 
     def _with_inline(self, comp):

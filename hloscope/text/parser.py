@@ -67,6 +67,7 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, unre
     builder = parser.options.transformer
     builder.progress = progress
     builder.pending_inline = []
+    builder.inlined = 0
     builder.source = source if source is not None else text
     builder.unread = unread
     builder.unfinished = unfinished
