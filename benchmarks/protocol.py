@@ -201,8 +201,27 @@ UNSWITCHED = (
 )
 
 # The child that applies a mechanism's patches, then runs hloscope's CLI as `-m hloscope` would.
+# It also counts the forks this process makes, by the hloscope function that asked (the first
+# frame outside api/runtime.py), and writes them to stderr as it exits: which mechanisms ran.
 _PATCHING = r"""
-import importlib, json, sys
+import collections, importlib, json, os, sys, traceback
+_forks, _fork, _exit, _main = collections.Counter(), os.fork, os._exit, os.getpid()
+def _counting_fork():
+    site = "?"
+    for f in reversed(traceback.extract_stack()[:-1]):
+        if "hloscope" in f.filename and not f.filename.endswith("runtime.py"):
+            site = f.name
+            break
+    pid = _fork()
+    if pid and os.getpid() == _main:
+        _forks[site] += 1
+    return pid
+def _reporting_exit(code):
+    if os.getpid() == _main:
+        sys.stderr.write("\nBENCH_FORKS " + json.dumps(dict(_forks)) + "\n")
+        sys.stderr.flush()
+    _exit(code)
+os.fork, os._exit = _counting_fork, _reporting_exit
 patches = json.loads(sys.argv[1])
 del sys.argv[1]
 sys.argv[0] = "hloscope"
@@ -401,6 +420,11 @@ def run_once(argv: list[str], checkout: Checkout, cache_dir: Path | None, extra_
     r = {"wall": data["wall"], "cpu": data["user"] + data["sys"], "rss_mb": data["maxrss_kib"] / 1024,
          "rc": data["rc"], "timeout": timed_out, "out": sha, "err": err_text[-2000:], "waited": waited,
          "before": before_value}
+    if "BENCH_FORKS " in err_text:
+        try:
+            r["forks"] = json.loads(err_text.rsplit("BENCH_FORKS ", 1)[1].split("\n", 1)[0])
+        except ValueError:
+            pass
     r["others"] = (max(0.0, (b1 - b0) - r["cpu"]) / r["wall"]
                    if b0 is not None and b1 is not None and r["wall"] > 0 else float("nan"))
     if not quiet:
@@ -633,8 +657,8 @@ def module_table(res: dict, checkouts: list[Checkout]) -> tuple[list[str], list[
 
 def mechanism_table(all_results: list[dict], checkouts: list[Checkout], mechanisms: list[Mechanism]) -> list[str]:
     lines = ["| module | command | mechanism off | switch | checkout | cold s (cpu s) | × XLA | gain: best-of | "
-             "gain: median of pairs (cpu) | peak RSS MB | others' CPUs | output |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "gain: median of pairs (cpu) | peak RSS MB | others' CPUs | forks (by whom) | output |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for res in all_results:
         mech = res.get("mechanisms")
         if not mech:
@@ -651,10 +675,10 @@ def mechanism_table(all_results: list[dict], checkouts: list[Checkout], mechanis
                     head = f"| {kind} | {cmd} | {m.name} | {m.switch} | {c.label} |"
                     r = mech.get((m.name, cmd, c.label))
                     if r is None:
-                        lines.append(f"{head} n/a (no such hook in this checkout) |  |  |  |  |  |  |")
+                        lines.append(f"{head} n/a (no such hook in this checkout) |  |  |  |  |  |  |  |")
                         continue
                     if not r["ok"]:
-                        lines.append(f"{head} failed |  |  |  |  |  |  |")
+                        lines.append(f"{head} failed |  |  |  |  |  |  |  |")
                         continue
                     gain = paired = ""
                     if m.name != "baseline":
@@ -662,8 +686,12 @@ def mechanism_table(all_results: list[dict], checkouts: list[Checkout], mechanis
                         if r.get("paired_gain") is not None:
                             paired = f"{r['paired_gain']:+.2f} s ({r['paired_cpu_gain']:+.2f} s)"
                     same = "same" if r["outs"] == base["outs"] else f"DIFFERS ({','.join(r['outs'])})"
+                    forks = r.get("forks")
+                    forks = "?" if forks is None else (
+                        f"{sum(forks.values())}: " + ", ".join(f"{k}×{v}" if v > 1 else k for k, v in sorted(forks.items()))
+                        if forks else "0")
                     lines.append(f"{head} {r['wall']:.2f} ({r['cpu']:.2f}) | {r['wall'] / xla:.2f}× | {gain} | "
-                                 f"{paired} | {r['rss_max']:.0f} | {r['others']:.1f} | {same} |")
+                                 f"{paired} | {r['rss_max']:.0f} | {r['others']:.1f} | {forks} | {same} |")
     return lines
 
 
@@ -814,7 +842,8 @@ def main(argv=None) -> int:
                f"{args.repeat}; baseline in the same repetitions; gain = time off − time on, positive: the "
                "mechanism saves that much; best-of: the difference of the best runs; median of pairs: of "
                "each repetition's run less the baseline run just before it, CPU time's alike in brackets; "
-               "others' CPUs: what other work on the machine took during the best run):", ""]
+               "others' CPUs: what other work on the machine took during the best run; forks: those the "
+               "command's own process made in its best run, by the hloscope function that asked):", ""]
         md += mechanism_table(all_results, checkouts, mechanisms)
         md += ["", "| mechanism | what | switch | where a switch would go |", "|---|---|---|---|"]
         md += [f"| {m.name} | {m.what} | {m.switch}{' ' + ' '.join(f'{k}={v}' for k, v in m.env.items()) if m.env else ''}"
