@@ -24,7 +24,6 @@ from hloscope.ir.attributes import (
     decode_replica_groups,
 )
 from hloscope.speed import lazy as speed_lazy
-from hloscope.text import parser as text_parser
 
 from .conftest import ROOT, needs_xla
 
