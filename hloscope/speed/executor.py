@@ -3,8 +3,8 @@
 Work that can go on while the caller goes on (the verdict on unread bodies, the head of a
 two-part parse) is handed to an `Executor`, and the `Job` asked for the answer later.
 `submit` may return None: then nothing runs elsewhere and the caller does the work itself,
-so no answer ever depends on whether a job ran. `INLINE` always returns None; `FORKING`
-(hloscope.speed.runtime) forks where it can.
+so no answer ever depends on whether a job ran. `FORKING` (hloscope.speed.runtime) forks
+where it can.
 """
 
 from __future__ import annotations
@@ -34,16 +34,3 @@ class Executor(Protocol):
 
     def stream(self, fn: Callable[..., Any], *args: Any) -> Job | None:
         """Start `fn(send, *args)` elsewhere; each `send(message)` is one `receive()`. None: do it yourself."""
-
-
-class Inline:
-    """Runs nothing elsewhere: the caller does all the work, in order."""
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        return None
-
-    def stream(self, fn: Callable[..., Any], *args: Any) -> None:
-        return None
-
-
-INLINE: Executor = Inline()

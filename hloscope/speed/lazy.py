@@ -343,18 +343,21 @@ class _Checked:
     bodies do not repeat, keeping them would hold the whole IR): read again, as the original
     of its copies (hloscope.speed.copies), when a body repeats it."""
 
-    __slots__ = ("body", "computation", "names", "made")
+    __slots__ = ("body", "computation", "names", "read_again", "_original")
 
     def __init__(self, computation: LazyComputation, body: BodyText, names: list[str]):
         self.computation, self.body, self.names = computation, body, names
-        self.made: list = []
+        self.read_again = False
+        self._original: Original | None = None
 
     def original(self) -> Original | None:
-        if not self.made:
+        """The body as an original of its copies (None when its copies cannot be made so)."""
+        if not self.read_again:
+            self.read_again = True
             with runtime.no_cyclic_gc():
                 instructions, _ = self.body.read(self.computation, users=False)  # read before: no error
-            self.made.append(Original.of(self.computation, instructions, self.body.text, self.body.line, self.names))
-        return self.made[0]
+            self._original = Original.of(self.computation, instructions, self.body.text, self.body.line, self.names)
+        return self._original
 
 
 CHECK_ELSEWHERE_CHARS = 4 << 20
