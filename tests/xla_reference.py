@@ -266,17 +266,15 @@ for line in sys.stdin:
             break
         child = None
         if answer == "":
-            # A failed CHECK aborts the child; asked twice, so that a child dying of anything
-            # else (a fork gone wrong) is not taken for XLA's refusal.
             aborts += 1
             if aborts == 2:
-                answer = json.dumps("aborted") + "\n"
                 break
-    else:
-        # Twice no answer: a forked child deadlocked (fork copies only the forking thread, and
-        # a lock another of jax's threads held stays held), which says nothing of the text.
-        # Parsed here, in this process, which has all its threads: an abort ends this worker,
-        # and the caller then counts the text refused and starts another.
+    if not answer:
+        # Forked children died twice, or did not answer: a failed CHECK, or a fork gone wrong
+        # under load (fork copies only the forking thread; a lock another of jax's threads
+        # held stays held), which says nothing of the text. Parsed here, in this process,
+        # which has all its threads: a failed CHECK aborts this worker, and the caller then
+        # counts the text refused ("aborted") and starts another.
         try:
             xc.hlo.hlo_module_from_text(json.loads(line))
             answer = json.dumps("") + "\n"
