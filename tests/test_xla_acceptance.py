@@ -307,6 +307,27 @@ def variants() -> list[tuple[str, str]]:
     return list(out.items())
 
 
+XLA_UNDEFINED = {
+    "sharding#4: 4->3 at 6": "ParseSharding writes the 8 listed devices into a [2,3] tile assignment: a "
+                             "heap overflow in XLA, which aborts (`malloc(): invalid size`) or reads it, "
+                             "run by run",
+}
+"""Variants on which XLA's parser has undefined behaviour: never asked (a corrupted heap in the
+worker would answer for the variants after it), their verdict left out of every count."""
+
+
+def asked() -> list[tuple[str, str]]:
+    """The variants whose verdict XLA is asked for: all but `XLA_UNDEFINED`."""
+    return [(vid, text) for vid, text in variants() if vid not in XLA_UNDEFINED]
+
+
+def test_undefined_variants_are_variants():
+    """Each variant left out as undefined in XLA exists (ids are stable) and hloscope reads it."""
+    texts = dict(variants())
+    for vid in XLA_UNDEFINED:
+        hloscope.parse(texts[vid])
+
+
 # ─── what XLA refuses and hloscope reads, each with its reason ──────────────────────────
 
 REASONS = {
@@ -396,11 +417,11 @@ def verdicts() -> list[tuple[str, str | None, str | None, str | None]]:
 
     xla = XlaParserProcess()
     try:
-        errors = xla.errors(text for _, text in variants())
+        errors = xla.errors(text for _, text in asked())
     finally:
         xla.close()
     return [(vid, error, _refusal(text, "fast"), _refusal(text, "lark"))
-            for (vid, text), error in zip(variants(), errors)]
+            for (vid, text), error in zip(asked(), errors)]
 
 
 def test_no_false_rejection():
@@ -604,7 +625,7 @@ def test_what_the_newest_xla_reads_is_read():
 
     xla = XlaParserProcess(os.environ["HLOSCOPE_NEWEST_XLA_PYTHON"])
     try:
-        errors = xla.errors(text for _, text in variants())
+        errors = xla.errors(text for _, text in asked())
     finally:
         xla.close()
     refused = [vid for (vid, old, fast, _), new in zip(verdicts(), errors) if new is None and fast is not None]
