@@ -35,7 +35,7 @@ DATA_FORMAT = 1
 
 ROLE_COLORS = {
     "gathered_parameters": "#e07b39", "gradients": "#c23b5a", "activations": "#4f7fd0",
-    "loop_state": "#8a63c7", "collective_buffers": "#d4a72c", "temporaries": "#8fb3e8",
+    "temporaries": "#8fb3e8",
     "unknown": "#a8adb8", "parameters": "#2e8b57", "optimizer_state": "#5aa36f", "inputs": "#7fbf8f",
 }
 

@@ -427,3 +427,27 @@ class XlaGroupsProcess:
     def close(self):
         self._proc.stdin.close()
         self._proc.wait()
+
+
+def xla_temp_at_peak(directory) -> list[dict]:
+    """From a compilation's dump files alone (`buffer-assignment.txt.gz`, `live-range.txt.gz`
+    in `directory`): the arrays of XLA's temp allocation live at the step of the schedule
+    where the most of its bytes are, each `{name, index, size, shape, ...}`."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    (temp,) = [a for a in parse_buffer_assignment_dump(read_dump(directory / "buffer-assignment.txt.gz"))
+               if a["kinds"].removeprefix("page 0, ") == "preallocated-temp"]
+    _, ranges = parse_live_range_dump(read_dump(directory / "live-range.txt.gz"))
+    arrays = [v for v in temp["values"] if not v["shape"].startswith("(")]
+    delta: dict[int, int] = {}
+    for v in arrays:
+        start, end = ranges[(v["name"], v["index"])]
+        delta[start] = delta.get(start, 0) + v["size"]
+        delta[end + 1] = delta.get(end + 1, 0) - v["size"]
+    live = best = at = 0
+    for t in sorted(delta):
+        live += delta[t]
+        if live > best:
+            best, at = live, t
+    return [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]

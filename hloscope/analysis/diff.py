@@ -39,8 +39,6 @@ ROLE_WORDS = {
     "gathered_parameters": "gathered (full-size) parameters",
     "gradients": "gradient buffers",
     "activations": "activations saved for the backward pass",
-    "collective_buffers": "in-flight collective buffers",
-    "loop_state": "loop-carried state (such as gradient accumulators)",
     "temporaries": "temporaries",
     "unknown": "buffers without metadata",
 }

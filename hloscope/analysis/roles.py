@@ -1,26 +1,36 @@
 """What each buffer is, in the terms people who train with ZeRO/FSDP think in.
 
-Every value of the memory model gets one role, decided from the module's structure and JAX's
-metadata (`op_name`: `jvp(` marks the forward pass, `transpose(` the backward pass), never from
-names a user chose:
+A role says what a buffer *holds*: `parameters`, `gathered_parameters`, `gradients`,
+`optimizer_state`, `activations`, `inputs`, `temporaries`, and `unknown` only where neither
+the dataflow nor JAX's metadata tells (each unknown value carries why, `Roles.why`). A loop,
+a collective, a copy, a memory-space move or a combiner's concatenation is a *place*, not a
+role: the data is followed through it.
 
-- entry parameters:
+Entry parameters:
   - `parameters`: donated state (`input_output_alias`) that the forward pass reads (weights);
   - `optimizer_state`: donated state the forward pass does not read (Adam moments, step);
   - `inputs`: parameters that are not donated and that the forward pass reads (the batch, RNG);
-  - `unknown`: the rest (without donation or metadata nothing tells state from inputs);
-- values the step computes (temp and outputs), first rule that applies:
-  - `gathered_parameters`: all-gathered weights and their copies (analysis.gathers);
-  - `loop_state`: values carried by a while loop (gradient accumulators, loop counters);
-  - `gradients`: backward values that reach a gradient reduction (reduce-scatter, all-reduce),
-    the optimizer update, or the outputs, and the reductions' results;
-  - `collective_buffers`: results of collectives not classified above;
-  - `activations`: forward values the backward pass reads (saved residuals), itself or moved;
-  - `temporaries`: any other value whose defining op carries metadata;
-  - a move without metadata (XLA's copies, slices and concatenations between memory spaces
-    and layouts, `ir.opcodes.moves_data`) plays the part of what it moves, when all it
-    moves plays one;
-  - `unknown`: values whose defining op has no metadata.
+  - `unknown`: the rest (without donation or metadata nothing tells state from inputs).
+
+Values the step computes, first rule that applies:
+  - `gathered_parameters`: all-gathered weights and their copies (analysis.gathers); an
+    all-gather of inputs, activations or gradients holds what it gathers;
+  - a loop's state (XLA's phi values: the element a loop body changes) holds what flows into
+    it: its initial value and what the body writes back (an accumulator: the gradients added
+    into it; a scan's stacked outputs: the activations or weight gradients stacked into it);
+    zeros, loop counters and other values made from nothing take no part;
+  - a place (`ir.opcodes.moves_data`: copies, slices, concatenations, updates of a slice, moves
+    between memory spaces, and fusions of nothing else) and a collective hold what their data
+    operands hold, when that is state, gradients or activations: a combined all-reduce of the
+    concatenated gradients of every layer holds gradients; an element of a multi-output fusion
+    (TPU's async collective fusions) is what its own fused instruction makes;
+  - `gradients`: backward values that reach a gradient sink (a reduction, the optimizer or an
+    accumulator, the outputs) through ops that keep a gradient a gradient (conversions, moves,
+    sums, elementwise arithmetic), a reduction of backward values, and a sum of gradients;
+  - `activations`: forward values the backward pass reads, directly or through places;
+  - `temporaries`: other values (and scalars, and values made from nothing);
+  - the side (forward, backward, other) is JAX's metadata (`jvp(`, `transpose(`); an op
+    without metadata takes the side of the values it is computed from.
 
 `roles_at_peak` sums the bytes the device holds at the peak step by role: the arguments, the
 outputs not aliased to them, and the temp values live at the peak (each slot of the heap once),
@@ -34,7 +44,7 @@ from dataclasses import dataclass, field
 
 from ..encode import Encoded, as_json
 from ..ir.attributes import unquote
-from ..ir.module import Instruction
+from ..ir.module import Computation, Instruction
 from ..ir.opcodes import REDUCTION_KINDS, fusion_kinds
 from ..ir.opcodes import info as opinfo
 from ..ir.opcodes import moves_data as opcode_moves_data
@@ -44,11 +54,18 @@ from .gathers import BACKWARD, FORWARD, OTHER, carried_values, gathered_values, 
 from .memory import MemoryModel
 
 ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "gradients", "activations",
-         "collective_buffers", "loop_state", "temporaries", "unknown")
+         "temporaries", "unknown")
 """Every role, in report order."""
 
+_HOLDING = frozenset(ROLES[:6])
+"""Roles a place passes on: what is held, not how it was made."""
+
+_NOT_WEIGHTS = frozenset({"inputs", "activations", "gradients", "optimizer_state"})
 _GRADIENT_REDUCTIONS = frozenset(REDUCTION_KINDS)
 _LOOP_OR_INPUT = fusion_kinds(loop_or_input=True)
+_DEEPEST = 400
+"""How many values a decision may wait on at once; past it a value counts as neutral
+(Python's recursion stays far from its limit)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,8 @@ class RoleBuffer(Encoded):
     source: str | None
     where: str
     """`argument`, `output` or `temp`."""
+    why: str | None = field(default=None, metadata=as_json(omit_none=True))
+    """For an `unknown` buffer: why neither dataflow nor metadata tells."""
 
 
 @dataclass(frozen=True)
@@ -86,15 +105,33 @@ class Roles:
     def __init__(self, module, model: MemoryModel):
         self.module, self.model = module, model
         self._role: dict[Value, str] = {}
+        self.why: dict[Value, str] = {}
+        """Each `unknown` value → why."""
         self._parameter_roles = _entry_parameter_roles(module, model)
         self._gathered = {v for _, _, g in gathered_values(model) for v in carried_values(g, model.dataflow)}
-        self._carried = _loop_carried(model)
+        self._loop_sources, self._flows_into = _loop_links(model)
+        self._busy: set[Value] = set()
+        self._sides: dict[Value, str | None] = {}
         self._sink: dict[Value, bool] = {}
+        self._backward: dict[Value, bool] = {}
 
     def of(self, value: Value) -> str:
-        role = self._role.get(value)
-        if role is None:
-            role = self._role[value] = self._decide(value)
+        return self._of(value) or "temporaries"
+
+    def _of(self, v: Value) -> str | None:
+        """v's role; None while it is being decided (a loop's state waiting on itself) or
+        when too many decisions wait: such a value takes no part in a merge."""
+        role = self._role.get(v)
+        if role is not None:
+            return role
+        if v in self._busy or len(self._busy) > _DEEPEST:
+            return None
+        self._busy.add(v)
+        try:
+            role = self._decide(v)
+        finally:
+            self._busy.discard(v)
+        self._role[v] = role
         return role
 
     def _decide(self, v: Value) -> str:
@@ -102,75 +139,195 @@ class Roles:
         if inst.opcode == "parameter" and inst.computation is self.module.entry:
             return self._parameter_roles.get(inst, "unknown")
         if v in self._gathered:
-            return "gathered_parameters"
-        if v in self._carried:
-            return "loop_state"
-        side = side_of(inst.op_name)
-        collective = _collective(inst)
-        if collective in _GRADIENT_REDUCTIONS and (side == BACKWARD or _reduces_backward(inst)):
-            return "gradients"
+            # All-gathered weights; an all-gather of something else (a micro-batch of the
+            # inputs resharded, activations under sequence parallelism) holds what it gathers.
+            held = self._merge(self._sources(v, _origin(v)))
+            return held if held in _NOT_WEIGHTS else "gathered_parameters"
+        loop_sources = self._loop_sources.get(v)
+        if loop_sources is not None:
+            return self._merge(loop_sources) or "temporaries"
+        if not v.shape.dimensions or v.shape.is_tuple:
+            return "temporaries"  # scalars (counters, flags, a loss) and pointer tables
+        origin = _origin(v)
+        if origin is not inst and origin.opcode == "parameter":
+            # A fusion's output that is one of its operands, passed through.
+            passed = self._operand_value(inst, origin.parameter_number)
+            return (self._of(passed) if passed is not None else None) or "temporaries"
+        sources = self._sources(v, origin)
+        collective = _collective(origin)
+        side = self._side(v)
+        if collective is not None or _moves(origin):
+            held = self._merge(sources)
+            if held in _HOLDING:
+                return held
+            if collective in _GRADIENT_REDUCTIONS and (
+                    side == BACKWARD or any(self._side(s) == BACKWARD for s in sources)):
+                return "gradients"
         if side == BACKWARD and self._feeds_gradient_sink(v):
             return "gradients"
-        if collective is not None:
-            return "collective_buffers"
         if side == FORWARD and self._read_backward(v):
             return "activations"
-        if side is None:
-            sources = self._moved(v)
-            roles = {self.of(s) for s in sources} if sources else set()
-            return roles.pop() if len(roles) == 1 else "unknown"
+        if side == OTHER and _keeps_gradient(origin) and self._merge(sources) == "gradients":
+            return "gradients"  # a sum of gradients (accumulation outside the differentiated code)
+        if side is None and not _made_from_nothing(origin):
+            self.why[v] = ("no metadata, and it is computed from no value whose side (forward, backward, "
+                           "optimizer) is known" if sources else "no metadata and no operands to follow")
+            return "unknown"
         return "temporaries"
 
-    def _read_backward(self, v: Value, depth: int = 0) -> bool:
-        """Whether the backward pass reads `v`, or a move of it without metadata (on TPU a
-        saved activation is evicted to HBM, fetched back in slices and concatenated again,
-        by ops that carry none)."""
-        if any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses):
-            return True
-        if depth >= 32:
-            return False
-        df = self.model.dataflow
-        for user, _, _ in v.uses:
-            if user.op_name is None and _moves_data(user):
-                for w in df.value_sets.get(user, {}).values():
-                    if w.instruction is user and w is not v and self._read_backward(w, depth + 1):
-                        return True
-        return False
+    # ─── what a value is made of ──────────────────────────────────────────────────────
 
-    def _moved(self, v: Value) -> list[Value] | None:
-        """What `v` holds the bytes of, when a move without metadata defines it: its operands'
-        arrays (a copy-start's or slice-start's data, not its context scalar). None for any
-        other value."""
-        inst = v.instruction
-        if inst.op_name is not None or not inst.operands or not _moves_data(inst) or v.shape.is_tuple:
+    def _operand_value(self, inst: Instruction, number: int | None) -> Value | None:
+        if number is None or number >= len(inst.operands):
             return None
-        if inst.info.async_role == "start" and not v.shape.dimensions:
-            return None  # the start's context (a sync flag), not the data
-        values = self.model.dataflow.value_sets
-        sources = [values.get(o, {}).get(()) for o in inst.operands if o.shape.is_array]
-        return [s for s in sources if s is not None] or None
+        return self.model.dataflow.value_sets.get(inst.operands[number], {}).get(())
+
+    def _sources(self, v: Value, origin: Instruction) -> list[Value]:
+        """The arrays `v` is made from: the operands (the fusion's, for the fused parameters
+        its own fused instruction reads; for a tuple of one element per operand, a variadic
+        collective's, that element's operand), scalars (indices, flags) left out."""
+        inst = v.instruction
+        if origin is not inst:
+            numbers = [p.parameter_number for p in _fused_parameters(origin)]
+            operands = [inst.operands[n] for n in numbers if n is not None and n < len(inst.operands)]
+        else:
+            operands = list(inst.operands)
+            tuples = inst.shape.tuple_shapes
+            if v.index and len(operands) > 1 and len(tuples) == len(operands):
+                operands = [operands[v.index[0]]]
+        df = self.model.dataflow
+        out = []
+        for o in operands:
+            if o.shape.is_tuple or not o.shape.dimensions:
+                continue
+            s = df.value_sets.get(o, {}).get(())
+            if s is not None and s is not v:
+                out.append(s)
+        return out
+
+    def _merge(self, sources: list[Value]) -> str | None:
+        """What a place holds, from what flows into it: the one role of its sources, or of
+        mixed ones the held role with the most bytes. None when nothing but zeros, counters
+        and values still being decided flows in."""
+        weights: dict[str, int] = {}
+        for s in sources:
+            if _made_from_nothing(_origin(s)):
+                continue
+            role = self._of(s)
+            if role is not None:
+                weights[role] = weights.get(role, 0) + s.size
+        if not weights:
+            return None
+        pool = {r: w for r, w in weights.items() if r in _HOLDING} or weights
+        return max(pool, key=lambda r: (pool[r], -ROLES.index(r)))
+
+    # ─── sides ────────────────────────────────────────────────────────────────────────
+
+    def _side(self, v: Value) -> str | None:
+        """The side JAX's metadata puts `v`'s op on; without metadata, the side of the values
+        it is computed from (backward over forward over other), None when none has one."""
+        if v in self._sides:
+            return self._sides[v]
+        origin = _origin(v)
+        side = side_of(origin.op_name or v.instruction.op_name)
+        if side is None and len(self._busy) <= _DEEPEST:
+            self._sides[v] = None  # while deciding: a cycle says nothing
+            self._busy.add(v)
+            try:
+                found = {self._side(s) for s in self._sources(v, origin) + self._loop_sources.get(v, [])}
+            finally:
+                self._busy.discard(v)
+            side = next((s for s in (BACKWARD, FORWARD, OTHER) if s in found), None)
+        self._sides[v] = side
+        return side
+
+    def _holders(self, v: Value) -> list[Value]:
+        """The loop states `v` flows into (as a loop's initial value or what its body writes)."""
+        return self._flows_into.get(v, [])
+
+    def _read_backward(self, v: Value, depth: int = 0) -> bool:
+        """Whether the backward pass reads `v`, or a place holding it: a move without metadata
+        (on TPU a saved activation is evicted to HBM, fetched back in slices and concatenated
+        again, by ops that carry none) or a loop's state (a scan's stacked residuals)."""
+        known = self._backward.get(v)
+        if known is not None:
+            return known
+        self._backward[v] = False  # a cycle through a loop says nothing
+        found = any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses)
+        if not found and depth < 64:
+            df = self.model.dataflow
+            later = [w for user, _, _ in v.uses if user.op_name is None and _moves(user)
+                     for w in df.value_sets.get(user, {}).values() if w.instruction is user and w is not v]
+            found = any(self._read_backward(w, depth + 1) for w in later + self._holders(v))
+        self._backward[v] = found
+        return found
 
     def _feeds_gradient_sink(self, v: Value, depth: int = 0) -> bool:
-        """Whether `v` reaches a gradient sink (a gradient reduction, the optimizer update, a
-        loop's accumulator, the outputs) through ops that keep it a gradient: conversions,
-        moves, sums and elementwise arithmetic, not a matrix product with another operand,
-        which makes an activation's gradient into the next layer's (those are temporaries)."""
+        """Whether `v` is there to become a parameter's gradient: it is returned, or every
+        reader of it (and every loop state it flows into) is a gradient sink (a gradient
+        reduction, the optimizer update, an accumulator) or an op that keeps it a gradient
+        (conversions, moves, sums, elementwise arithmetic, a reduction of split partial
+        sums) whose result is one in turn. An activation's gradient is read by matrix
+        products too (the next layer's gradients are made from it): a temporary."""
         known = self._sink.get(v)
         if known is not None:
             return known
+        self._sink[v] = False  # a cycle through a loop says nothing
         df = self.model.dataflow
-        found = v.buffer in df.live_out or v in self._carried
+        found = v.buffer in df.live_out
         if not found and depth < 64:
-            for user, _, _ in v.uses:
-                if _collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
-                    found = True
-                elif _keeps_gradient(user):
-                    found = any(self._feeds_gradient_sink(u, depth + 1) for u in df.value_sets.get(user, {}).values()
-                                if u.instruction is user)
-                if found:
+            readers = v.uses
+            found = bool(readers) or bool(self._holders(v))
+            for user, _, _ in readers:
+                made = [u for u in df.value_sets.get(user, {}).values() if u.instruction is user]
+                if not made or _collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
+                    continue  # a position of `v` (a bitcast forwards it; its readers are v's), or a sink
+                if not (_keeps_gradient(user) or _moves(user)) or not all(
+                        self._feeds_gradient_sink(u, depth + 1) for u in made if not u.shape.is_tuple):
+                    found = False
                     break
+            if found:
+                found = all(self._feeds_gradient_sink(h, depth + 1) for h in self._holders(v))
         self._sink[v] = found
         return found
+
+
+def _origin(v: Value) -> Instruction:
+    """The instruction that makes `v`: its defining one, or for an element of a fusion whose
+    root is a tuple, the fused instruction at that element (a TPU async collective fusion's
+    outputs: a gathered weight beside the logits of a matmul)."""
+    inst = v.instruction
+    if not v.index or opinfo(inst.opcode).calls_kind != "fused" or not inst.called_computations:
+        return inst
+    node = inst.called_computations[0].root
+    for k in v.index:
+        if node.opcode != "tuple" or k >= len(node.operands):
+            return inst
+        node = node.operands[k]
+    return node
+
+
+def _fused_parameters(origin: Instruction) -> list[Instruction]:
+    """The parameters of a fused computation that `origin`, an instruction in it, reads."""
+    found, stack, seen = [], [origin], set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i.opcode == "parameter":
+            found.append(i)
+        stack.extend(i.operands)
+    return sorted(found, key=lambda p: p.parameter_number or 0)
+
+
+def _made_from_nothing(inst: Instruction) -> bool:
+    """A value no array flows into: a constant, an iota, zeros broadcast from a scalar, an
+    allocation (TPU's `AllocateBuffer` under a scan's stacked outputs)."""
+    info = opinfo(inst.opcode)
+    if info.value_rule != "define" or inst.opcode in ("recv", "infeed", "rng-bit-generator"):
+        return False
+    return not any(o.shape.is_tuple or o.shape.dimensions for o in inst.operands)
 
 
 def _collective(inst: Instruction) -> str | None:
@@ -187,9 +344,20 @@ def _collective(inst: Instruction) -> str | None:
     return None
 
 
-def _moves_data(inst: Instruction) -> bool:
-    target = inst.attributes.get("custom_call_target") if inst.opcode == "custom-call" else None
-    return opcode_moves_data(inst.opcode, unquote(target) if target else None)
+def _moves(inst: Instruction) -> bool:
+    """Whether `inst` only moves data: a move of the opcode table, or a fusion of moves alone
+    (XLA's `wrapped_concatenate` of a combined all-reduce, a hoisted `bitcast_dynamic-slice`)."""
+    if inst.opcode == "custom-call":
+        target = inst.attributes.get("custom_call_target")
+        return opcode_moves_data(inst.opcode, unquote(target) if target else None)
+    if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
+        return _moves_only(inst.called_computations[0])
+    return opcode_moves_data(inst.opcode)
+
+
+def _moves_only(comp: Computation) -> bool:
+    return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or _moves(i)
+               for i in comp.instructions)
 
 
 def _keeps_gradient(inst: Instruction) -> bool:
@@ -204,21 +372,33 @@ def assign_roles(module, model: MemoryModel) -> Roles:
     return Roles(module, model)
 
 
-def _reduces_backward(inst: Instruction) -> bool:
-    return any(side_of(o.op_name) == BACKWARD for o in inst.operands)
-
-
-def _loop_carried(model: MemoryModel) -> set[Value]:
-    """Values at a while loop's positions: its output, its body's or condition's parameter."""
-    holders = []
-    for inst in model.dataflow.value_sets:
-        if opinfo(inst.opcode).is_loop:
-            holders.append(inst)
-            holders += [p for comp in loop_parts(inst) if comp is not None for p in comp.parameters]
-    carried = set()
-    for h in holders:
-        carried.update(v for v in model.dataflow.value_sets.get(h, {}).values() if not v.shape.is_tuple)
-    return carried
+def _loop_links(model: MemoryModel) -> tuple[dict[Value, list[Value]], dict[Value, list[Value]]]:
+    """For each loop state a body changes (XLA's phi values at the loop, its body's and its
+    condition's parameter): what flows into it (the initial value, what the body writes
+    back); and the inverse, each such value → the loop states it flows into."""
+    df = model.dataflow
+    sources: dict[Value, list[Value]] = {}
+    into: dict[Value, list[Value]] = {}
+    for inst, values in df.value_sets.items():
+        if not opinfo(inst.opcode).is_loop or not inst.operands:
+            continue
+        cond, body = loop_parts(inst)
+        if body is None:
+            continue
+        init = df.value_sets.get(inst.operands[0], {})
+        written = df.value_sets.get(body.root, {})
+        places = [values] + [df.value_sets.get(c.parameters[0], {}) for c in (cond, body)
+                             if c is not None and c.parameters]
+        for idx, state in values.items():
+            if not state.is_phi or state.instruction is not inst or state.shape.is_tuple:
+                continue
+            flowing = [s for s in (init.get(idx), written.get(idx)) if s is not None]
+            phis = [p for p in (place.get(idx) for place in places) if p is not None and p.is_phi]
+            for p in phis:
+                sources[p] = flowing
+            for s in flowing:
+                into.setdefault(s, []).extend(phis)
+    return sources, into
 
 
 def _entry_parameter_roles(module, model: MemoryModel) -> dict[Instruction, str]:
@@ -278,7 +458,8 @@ def roles_at_peak(module, model: MemoryModel, roles: Roles | None = None) -> Rol
             by_role[role] += size
         inst = v.instruction
         name = inst.name if not v.index else f"{inst.name}{{{','.join(map(str, v.index))}}}"
-        buffers.append(RoleBuffer(name, role, size, v.shape.text, inst.op_name, inst.source, where))
+        buffers.append(RoleBuffer(name, role, size, v.shape.text, inst.op_name, inst.source, where,
+                                  roles.why.get(v) if role == "unknown" else None))
 
     # Arguments: each entry parameter's values (its allocations live for the whole step).
     for p in module.entry.parameters:

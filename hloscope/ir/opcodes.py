@@ -111,8 +111,9 @@ class OpInfo:
     None when it calls nothing, or hloscope does not know what its callees do (custom-call)."""
     moves_data: bool = False
     """Its output is (part of) its operands' bytes as they are, nothing computed: bitcast,
-    copy, reshape, transpose, slices, concatenate, and the asynchronous forms of these (the
-    moves between memory spaces XLA adds, often without metadata)."""
+    copy, reshape, transpose, slices, concatenate, an update of a slice (a scan stacking its
+    outputs), and the asynchronous forms of these (the moves between memory spaces XLA adds,
+    often without metadata)."""
     keeps_elements: bool = False
     """Every element of its output is an element of operand 0, as it is or converted to another
     element type: bitcast, copy, convert, reshape, transpose, broadcast, slices, and the
@@ -273,7 +274,7 @@ for _kind in ("all-gather", "all-reduce", "collective-permute"):
 for _name in _APPLIES:
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], calls_kind="applied")
 for _name in ("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "slice", "dynamic-slice",
-              "concatenate"):
+              "concatenate", "dynamic-update-slice"):
     _TABLE[_name] = dataclasses.replace(_TABLE[_name], moves_data=True)
 for _name in ("bitcast", "copy", "copy-start", "copy-done", "convert", "reshape", "transpose", "broadcast", "slice",
               "dynamic-slice"):
