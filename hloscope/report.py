@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .units import human_bytes
+from .units import human_bytes, human_flops
 
 _UNBOUNDED = 1 << 20
 """The width text is laid out in when it goes to a pipe or a file: no line is wrapped and no
@@ -491,16 +491,6 @@ def trade_sentence(d, trade) -> str:
 
 
 # ─── cost ──────────────────────────────────────────────────────────────────────────────
-
-
-def human_flops(n: float) -> str:
-    """194238080 → '194.24 MFLOP' (decimal prefixes, as FLOP/s figures are published)."""
-    n = float(n)
-    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"):
-        if abs(n) < 1000 or unit == "PFLOP":
-            return f"{n:.0f} {unit}" if unit == "FLOP" else f"{n:.2f} {unit}"
-        n /= 1000
-    return f"{n:.2f} PFLOP"
 
 
 def human_seconds(s: float) -> str:

@@ -32,3 +32,13 @@ def human_bytes(n: int | float | None, digits: int | Mapping[str, int] = 2, *, s
         unit = larger
     figure = f"{x:.0f} B" if unit == "B" else f"{x:.{places[unit]}f} {unit}"
     return "-" + figure if negative else figure
+
+
+def human_flops(n: float) -> str:
+    """194238080 → '194.24 MFLOP' (decimal prefixes, as FLOP/s figures are published)."""
+    n = float(n)
+    for unit in ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"):
+        if abs(n) < 1000 or unit == "PFLOP":
+            return f"{n:.0f} {unit}" if unit == "FLOP" else f"{n:.2f} {unit}"
+        n /= 1000
+    return f"{n:.2f} PFLOP"

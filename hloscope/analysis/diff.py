@@ -27,6 +27,7 @@ from ..units import human_bytes
 from . import backends
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
 from .cost import CostResult
+from .explain import Explanation, explain
 from .gathers import GathersResult
 from .match import match_buffers
 from .memory import MemoryAnalysis
@@ -94,6 +95,8 @@ class DiffResult(Encoded):
     """Largest first by size of the change; their bytes sum to `delta_temp_bytes`."""
     names: tuple[str, str] = field(default=("A", "B"), metadata=as_json(omit=True))
     """How the sentence calls the two sides."""
+    explanation: Explanation | None = field(default=None, metadata=as_json(after="summary"))
+    """The leading cause's mechanism, the suspects it rules out, and a lever (analysis.explain)."""
     json_extra = (
         extra("delta_temp_bytes", after="summary"),
         extra("delta_peak_bytes", after="summary"),
@@ -179,7 +182,32 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
                             description=_backend_words(a.memory, b.memory, bb > ba)))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
     result = DiffResult(a, b, "", tuple(causes), names)
-    return DiffResult(a, b, _summary(result), tuple(causes), names)
+    why = _explanation(result)
+    summary = _summary(result)
+    if why is not None and why.words:
+        summary = f"{summary[:-1]}. {why.words[0].upper()}{why.words[1:]}."
+    if why is not None and why.lever is not None:
+        summary += f" Lever: {why.lever.what} (price: {why.lever.price})."
+    return DiffResult(a, b, summary, tuple(causes), names, why)
+
+
+def _lead(d: DiffResult) -> Cause | None:
+    """The largest cause that moves with the gap."""
+    delta = d.delta_temp_bytes
+    return next((c for c in d.causes if (c.bytes > 0) == (delta > 0)), None) if delta else None
+
+
+def _explanation(d: DiffResult) -> Explanation | None:
+    lead = _lead(d)
+    if lead is None or lead.kind != "role":
+        return None
+    more = d.delta_temp_bytes > 0
+    keeper, other = (d.b, d.a) if more else (d.a, d.b)
+    names = (d.names[1], d.names[0]) if more else d.names
+    recompute = ((keeper.cost.recompute_flops, other.cost.recompute_flops)
+                 if keeper.cost is not None and other.cost is not None else None)
+    return explain(lead.role, names[0], names[1], _temp_rows(keeper.roles, lead.role), other.collectives,
+                   keeper.gathers, recompute)
 
 
 def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool) -> str:
@@ -199,20 +227,17 @@ def _row(r, matched: str | None) -> dict[str, Any]:
 def _describe(role: str, ra: int, rb: int, rows_a, rows_b) -> str:
     words = ROLE_WORDS[role]
     more, rows = ("B", rows_b) if rb > ra else ("A", rows_a)
-    where = _collective_homes([r.instruction for r in rows])
+    where = _collective_homes(rows)
     return f"{more} keeps more {words} live at its peak" + (f" ({where})" if where else "")
 
 
-def _collective_homes(names: list[str]) -> str:
-    """`in 3 all-reduces` when the largest buffers of a cause are results of collectives
-    (named after them, as XLA names a collective's instruction)."""
+def _collective_homes(rows) -> str:
+    """`in 3 all-reduces` when the largest buffers of a cause are held by collectives (elements
+    of one combined collective count once)."""
     kinds: dict[str, set[str]] = {}
-    for full in names:
-        name = full.split("{", 1)[0]  # elements of one combined collective count once
-        for kind in COLLECTIVE_KINDS:
-            if name.startswith(kind):
-                kinds.setdefault(kind, set()).add(name)
-                break
+    for r in rows:
+        if r.held_in not in (None, "loop"):
+            kinds.setdefault(r.held_in, set()).add(r.instruction.split("{", 1)[0])
     return ", ".join(f"in {len(n)} {k}{'s' if len(n) != 1 else ''}" for k, n in kinds.items())
 
 
@@ -228,8 +253,7 @@ def _summary(d: DiffResult) -> str:
         return f"{name_a} and {name_b} need the same temp memory."
     pct = f" ({100 * abs(delta) / base:.0f}%)" if base else ""
     head = f"{name_b} needs {_human(delta)}{pct} {'more' if delta > 0 else 'less'} temp memory than {name_a}"
-    # The largest cause that moves with the gap.
-    lead = next((c for c in d.causes if (c.bytes > 0) == (delta > 0)), None)
+    lead = _lead(d)
     if lead is None:
         return head + "."
     if lead.kind == "packing":
@@ -240,7 +264,7 @@ def _summary(d: DiffResult) -> str:
     kept, other_kept = (lead.b_bytes, lead.a_bytes) if delta > 0 else (lead.a_bytes, lead.b_bytes)
     rows = [r for r in (d.b if delta > 0 else d.a).roles.buffers if r.where == "temp" and r.role == lead.role]
     names = ", ".join(r.instruction for r in rows[:3]) + (", ..." if len(rows) > 3 else "")
-    where = _collective_homes([r.instruction for r in rows])
+    where = _collective_homes(rows)
     tail = f"which {other} does not" if other_kept == 0 else f"against {_human(other_kept)} in {other}"
     return (f"{head}: at its peak {keeper} keeps {_human(kept)} of {ROLE_WORDS[lead.role]}"
             f"{' ' + where if where else ''} ({names}), {tail}.")

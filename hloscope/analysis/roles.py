@@ -20,8 +20,9 @@ Values the step computes, first rule that applies:
     into it; a scan's stacked outputs: the activations or weight gradients stacked into it);
     zeros, loop counters and other values made from nothing take no part;
   - a place (`ir.opcodes.moves_data`: copies, slices, concatenations, updates of a slice, moves
-    between memory spaces, and fusions of nothing else) and a collective hold what their data
-    operands hold, when that is state, gradients or activations: a combined all-reduce of the
+    between memory spaces, and fusions of nothing else), a conversion (`keeps_elements`: a
+    weight cast to bfloat16) and a collective hold what their data operands hold, when that
+    is state, gradients or activations: a combined all-reduce of the
     concatenated gradients of every layer holds gradients; an element of a multi-output fusion
     (TPU's async collective fusions) is what its own fused instruction makes;
   - `gradients`: backward values that reach a gradient sink (a reduction, the optimizer or an
@@ -82,6 +83,9 @@ class RoleBuffer(Encoded):
     """`argument`, `output` or `temp`."""
     why: str | None = field(default=None, metadata=as_json(omit_none=True))
     """For an `unknown` buffer: why neither dataflow nor metadata tells."""
+    held_in: str | None = field(default=None, metadata=as_json(omit_none=True))
+    """The place that holds it: a collective's kind (`all-reduce`: a gradient waiting in a
+    reduction) or `loop` (a loop's state), None for any other value."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ class Roles:
         sources = self._sources(v, origin)
         collective = _collective(origin)
         side = self._side(v)
-        if collective is not None or _moves(origin):
+        if collective is not None or _moves(origin) or _keeps_elements(origin):
             held = self._merge(sources)
             if held in _HOLDING:
                 return held
@@ -175,6 +179,13 @@ class Roles:
             return "unknown"
         return "temporaries"
 
+    def place(self, v: Value) -> str | None:
+        """Where `v` is held: the kind of the collective that makes it, `loop` for a loop's
+        state, None otherwise."""
+        if v in self._loop_sources:
+            return "loop"
+        return _collective(_origin(v))
+
     # ─── what a value is made of ──────────────────────────────────────────────────────
 
     def _operand_value(self, inst: Instruction, number: int | None) -> Value | None:
@@ -192,9 +203,14 @@ class Roles:
             operands = [inst.operands[n] for n in numbers if n is not None and n < len(inst.operands)]
         else:
             operands = list(inst.operands)
-            tuples = inst.shape.tuple_shapes
-            if v.index and len(operands) > 1 and len(tuples) == len(operands):
-                operands = [operands[v.index[0]]]
+            # A tuple with one element per operand (a combined all-reduce), or a start's
+            # `(operands, results)` of such tuples: an element comes from its own operand.
+            shape = inst.shape
+            for k in v.index[:2] if len(operands) > 1 else ():
+                if len(shape.tuple_shapes) == len(operands):
+                    operands = [operands[k]] if k < len(operands) else operands
+                    break
+                shape = shape.tuple_shapes[k] if k < len(shape.tuple_shapes) else shape
         df = self.model.dataflow
         out = []
         for o in operands:
@@ -355,6 +371,16 @@ def _moves(inst: Instruction) -> bool:
     return opcode_moves_data(inst.opcode)
 
 
+def _keeps_elements(inst: Instruction) -> bool:
+    """Whether every element `inst` makes is one of its operand's, converted or not (a weight
+    cast to bfloat16 is still the weight): the opcode table's `keeps_elements`, or a fusion
+    of such ops alone."""
+    if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
+        return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or opinfo(i.opcode).keeps_elements
+                   for i in inst.called_computations[0].instructions)
+    return opinfo(inst.opcode).keeps_elements
+
+
 def _moves_only(comp: Computation) -> bool:
     return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or _moves(i)
                for i in comp.instructions)
@@ -459,7 +485,7 @@ def roles_at_peak(module, model: MemoryModel, roles: Roles | None = None) -> Rol
         inst = v.instruction
         name = inst.name if not v.index else f"{inst.name}{{{','.join(map(str, v.index))}}}"
         buffers.append(RoleBuffer(name, role, size, v.shape.text, inst.op_name, inst.source, where,
-                                  roles.why.get(v) if role == "unknown" else None))
+                                  roles.why.get(v) if role == "unknown" else None, roles.place(v)))
 
     # Arguments: each entry parameter's values (its allocations live for the whole step).
     for p in module.entry.parameters:

@@ -1,0 +1,126 @@
+"""Why a diff's leading cause grew, what it is not, and what to change: the words after the numbers.
+
+The causes of a diff (analysis.diff) say which role's bytes at the peak moved. This module
+turns the leading one into what a user acts on:
+
+- the mechanism, read from where the bytes sit at the peak (`RoleBuffer.held_in`): gradients
+  waiting in reductions, gradients carried by a loop (accumulators), saved activations, gathered
+  weights; and what the other side does instead (reductions run inside a loop, recompute);
+- the suspects ruled out, with their bytes at the peak (held all-gathers, the usual suspect);
+- a lever from `LEVERS`, with its price. Each lever names the fixture pair (lever off, lever
+  on) that shows it: the tests check XLA's own temp size of that pair, so the table offers
+  nothing XLA was not seen to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..encode import Encoded
+from ..units import human_bytes, human_flops
+from .collectives import CollectivesResult
+from .gathers import GathersResult
+from .roles import RoleBuffer
+
+REDUCTIONS = ("all-reduce", "reduce-scatter")
+
+
+@dataclass(frozen=True)
+class Lever(Encoded):
+    """One thing a user can change, when it helps, and what it costs."""
+
+    name: str
+    mechanism: str
+    """The mechanism it answers (`Explanation.mechanism`)."""
+    what: str
+    price: str
+    shown_by: tuple[str, str]
+    """The fixture pair (lever off, lever on) whose XLA temp sizes show it."""
+
+
+LEVERS = (
+    Lever("rematerialization", "saved_activations",
+          "save fewer activations: jax.checkpoint each layer with a policy that saves less "
+          "(dots_with_no_batch_dims_saveable, then nothing_saveable)",
+          "the backward pass recomputes the forward pass: more FLOPs",
+          ("gpu_remat_dots", "gpu_remat_full")),
+    Lever("re-gather in the backward pass", "gathered_weights",
+          "let the backward pass gather the weights again instead of keeping them from the "
+          "forward pass: jax.checkpoint each layer (the all-gathers are recomputed with it)",
+          "a second all-gather per layer and the recomputed forward FLOPs",
+          ("gpu_hsdp_accum1", "gpu_remat_full")),
+)
+"""Every lever the sentences offer, each shown by a fixture pair."""
+
+
+@dataclass(frozen=True)
+class Explanation(Encoded):
+    mechanism: str | None
+    """`gradients_in_reductions`, `gradient_accumulators`, `saved_activations`,
+    `gathered_weights`, or None where the buffers do not say."""
+    words: str
+    """The mechanism, what the other side does instead, and the suspects ruled out."""
+    lever: Lever | None
+
+
+def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
+    """The mechanism behind a role's bytes at the peak, from where most of them are held."""
+    if role is None or not rows:
+        return None
+    held: dict[str | None, int] = {}
+    for r in rows:
+        held[r.held_in] = held.get(r.held_in, 0) + r.bytes
+    place = max(held, key=lambda k: held[k])
+    if role == "gradients":
+        if place in REDUCTIONS:
+            return "gradients_in_reductions"
+        if place == "loop":
+            return "gradient_accumulators"
+        return None
+    return {"activations": "saved_activations", "gathered_parameters": "gathered_weights"}.get(role)
+
+
+def _reductions(rows: list[RoleBuffer]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for r in rows:
+        if r.held_in in REDUCTIONS:
+            kinds.setdefault(r.held_in, set()).add(r.instruction.split("{", 1)[0])
+    return kinds
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
+            other_collectives: CollectivesResult, keeper_gathers: GathersResult,
+            recompute: tuple[int, int] | None = None) -> Explanation:
+    """The leading cause `role`, held more by `keeper` (its buffers of that role at its peak:
+    `rows`), against `other`. `recompute`: FLOPs recomputed by (keeper, other)."""
+    kind = mechanism(role, rows)
+    total = sum(r.bytes for r in rows)
+    words = []
+    if kind == "gradients_in_reductions":
+        homes = ", ".join(_plural(len(n), k) for k, n in _reductions(rows).items())
+        waiting = sum(r.bytes for r in rows if r.held_in in REDUCTIONS)
+        words.append(f"{keeper} holds gradients waiting in {homes} at its peak ({human_bytes(waiting, digits=1)})")
+        inside = [k for k in REDUCTIONS if other_collectives.tally(k).dynamic_count > other_collectives.tally(k).count]
+        if inside:
+            words.append(f"{other} runs its {' and '.join(k + 's' for k in inside)} inside a loop, "
+                         "a micro-batch's gradients at a time")
+    elif kind == "gradient_accumulators":
+        words.append(f"{keeper} carries gradients across a loop (accumulators, {human_bytes(total, digits=1)})")
+    elif kind == "saved_activations":
+        words.append(f"{keeper} keeps more activations for the backward pass ({human_bytes(total, digits=1)})")
+        if recompute and recompute[1] > recompute[0]:
+            words.append(f"{other} recomputes {human_flops(recompute[1] - recompute[0])} more in its backward pass instead")
+    elif kind == "gathered_weights":
+        words.append(f"{keeper} keeps all-gathered weights live at its peak ({human_bytes(total, digits=1)})")
+    if kind != "gathered_weights" and keeper_gathers.held:
+        n = len(keeper_gathers.held)
+        words.append(f"not the {'held all-gather' if n == 1 else f'{n} held all-gathers'}: "
+                     f"{human_bytes(keeper_gathers.held_bytes_at_peak, digits=1)} of {'it' if n == 1 else 'them'} "
+                     f"is live at {keeper}'s peak")
+    lever = next((lv for lv in LEVERS if lv.mechanism == kind), None)
+    return Explanation(kind, "; ".join(words), lever)
+

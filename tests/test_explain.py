@@ -1,0 +1,60 @@
+"""The words after the numbers: levers shown by XLA, suspects ruled out by XLA's own peak.
+
+Each lever `analysis.explain.LEVERS` offers names a fixture pair (lever off, lever on); XLA's
+`memory_analysis()` of that pair, not hloscope, shows the lever lowers the temp size. Where a
+diff rules out the held all-gathers, the bytes it gives for them at the peak are the bytes of
+those all-gathers' values among the arrays XLA's own dump puts in its temp allocation at its
+peak.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import hloscope
+from hloscope.analysis.explain import LEVERS
+
+from .conftest import FIXTURES
+from .xla_reference import xla_temp_at_peak
+
+
+def _xla_temp(name: str) -> int:
+    return json.loads((FIXTURES / name / "memory_analysis.json").read_text())["temp_size_in_bytes"]
+
+
+def _load(name: str):
+    plain = FIXTURES / name / "module.hlo.txt"
+    return hloscope.load(plain if plain.exists() else plain.with_suffix(".txt.gz"))
+
+
+@pytest.mark.parametrize("lever", LEVERS, ids=lambda lv: lv.name)
+def test_each_lever_lowers_xlas_temp_on_its_pair(lever):
+    off, on = lever.shown_by
+    assert _xla_temp(on) < _xla_temp(off), (lever.name, _xla_temp(off), _xla_temp(on))
+
+
+def test_the_sentence_names_the_lever_of_its_mechanism():
+    """A diff whose leading cause is activations saved for the backward pass (XLA's dump: the
+    accumulation-2 side's peak holds more values of forward ops) offers rematerialization."""
+    d = hloscope.diff(_load("gpu_hsdp_subaxes_accum1"), _load("gpu_hsdp_subaxes_accum2"))
+    assert d.explanation.mechanism == "saved_activations"
+    assert d.explanation.lever.name == "rematerialization" and "jax.checkpoint" in d.summary
+
+
+RULED_OUT = [("gpu_hsdp_accum1", "gpu_hsdp_accum2"), ("gpu_hsdp_subaxes_accum1", "gpu_hsdp_subaxes_accum2"),
+             ("gpu_remat_dots", "gpu_remat_full")]
+
+
+@pytest.mark.parametrize("pair", RULED_OUT, ids="-vs-".join)
+def test_held_gathers_ruled_out_with_xlas_bytes_at_its_peak(pair):
+    d = hloscope.diff(_load(pair[0]), _load(pair[1]))
+    keeper, name = (d.b, pair[1]) if d.delta_temp_bytes > 0 else (d.a, pair[0])
+    held = {h.instruction if "{" in h.instruction else h.instruction + "{}" for h in keeper.gathers.held}
+    assert held and "not the" in d.explanation.words
+    xla = sum(v["size"] for v in xla_temp_at_peak(FIXTURES / name) if v["name"] + v["index"] in held)
+    assert keeper.gathers.held_bytes_at_peak == xla
+    said = re.search(r"not the (?:held all-gather|\d+ held all-gathers): ([\d.]+ \w+) of", d.summary, re.I).group(1)
+    assert said == hloscope.units.human_bytes(xla, digits=1)
