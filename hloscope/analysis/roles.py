@@ -22,7 +22,8 @@ Values the step computes, first rule that applies:
   - a place (`ir.opcodes.moves_data`: copies, slices, concatenations, updates of a slice, moves
     between memory spaces, and fusions of nothing else), a conversion (`keeps_elements`: a
     weight cast to bfloat16) and a collective hold what their data operands hold, when that
-    is state, gradients or activations: a combined all-reduce of the
+    is state, gradients or activations (a copy the backward pass makes of an activation or an
+    input for one op is its temporary): a combined all-reduce of the
     concatenated gradients of every layer holds gradients; an element of a multi-output fusion
     (TPU's async collective fusions) is what its own fused instruction makes;
   - `gradients`: backward values that reach a gradient sink (a reduction, the optimizer or an
@@ -61,6 +62,8 @@ ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "grad
 _HOLDING = frozenset(ROLES[:6])
 """Roles a place passes on: what is held, not how it was made."""
 
+_DATA = frozenset({"inputs", "activations"})
+"""What the batch becomes: a copy the backward pass makes of it is that pass's temporary."""
 _NOT_WEIGHTS = frozenset({"inputs", "activations", "gradients", "optimizer_state"})
 _GRADIENT_REDUCTIONS = frozenset(REDUCTION_KINDS)
 _LOOP_OR_INPUT = fusion_kinds(loop_or_input=True)
@@ -162,8 +165,8 @@ class Roles:
         side = self._side(v)
         if collective is not None or _moves(origin) or _keeps_elements(origin):
             held = self._merge(sources)
-            if held in _HOLDING:
-                return held
+            if held in _HOLDING and not (held in _DATA and side == BACKWARD):
+                return held  # (a copy the backward pass makes of the data for one op: its temporary)
             if collective in _GRADIENT_REDUCTIONS and (
                     side == BACKWARD or any(self._side(s) == BACKWARD for s in sources)):
                 return "gradients"
