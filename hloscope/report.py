@@ -433,7 +433,7 @@ def diff_report(d, top: int = 5) -> list:
     out.append(Text(f"B: {d.b.label or b.name}: temp {human_bytes(b.temp_bytes)}, peak at step "
                     f"{b.peak_at['index']} ({b.peak_at['instruction']})"))
     rows = [(human_bytes(c.bytes, sign=True), human_bytes(c.a_bytes), human_bytes(c.b_bytes),
-             (c.role or c.kind).replace("_", " "), c.description) for c in d.causes]
+             (c.role or c.label or c.kind).replace("_", " "), c.description) for c in d.causes]
     rows.append((human_bytes(d.explained_bytes, sign=True), human_bytes(a.temp_bytes), human_bytes(b.temp_bytes), "temp (sum)",
                  "the causes add up to the gap"))
     out.append(table("causes of the temp gap (B − A)",
@@ -450,7 +450,7 @@ def diff_report(d, top: int = 5) -> list:
         out.append(table(f"{c.role.replace('_', ' ')}: largest buffers at each peak",
                          [("side", "left"), ("bytes", "right"), ("instruction", "left"), ("matches", "left"),
                           ("op_name", "left"), ("source", "left")], detail))
-    crow = [(kind, str(v["a"]), str(v["b"]), human_bytes(v["b"] - v["a"], sign=True), human_bytes(v["a_bytes"]),
+    crow = [(kind, str(v["a"]), str(v["b"]), f"{v['b'] - v['a']:+d}", human_bytes(v["a_bytes"]),
              human_bytes(v["b_bytes"]))
             for kind, v in d.collectives_delta().items()]
     if crow:

@@ -80,6 +80,9 @@ class Cause(Encoded):
     a_bytes: int
     b_bytes: int
     description: str
+    label: str | None = None
+    """What the cause is called in a table: its role, else the backend's name for it
+    (`packing`; `allocation slack` for libtpu's)."""
     instructions: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """`{"a": [...], "b": [...]}`: the largest buffers of this role live at each side's peak
     (instruction, bytes, shape, op_name, source, and `matched`: the other side's buffer it
@@ -170,16 +173,16 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
     pa = a.memory.temp_allocation_bytes - a.memory.temp_max_live_bytes
     pb = b.memory.temp_allocation_bytes - b.memory.temp_max_live_bytes
     if pa != pb:
-        words = {backends.named(m.platform).packing_name for m in (a.memory, b.memory)}
-        packing = words.pop() if len(words) == 1 else "packing"
+        targets = {backends.named(m.platform) for m in (a.memory, b.memory)}
+        words = {(t.slack_label, t.slack_words(pb > pa)) for t in targets}
+        label, description = words.pop() if len(words) == 1 else ("packing", backends.named(None).slack_words(pb > pa))
         causes.append(Cause(kind="packing", role=None, bytes=pb - pa, a_bytes=pa, b_bytes=pb,
-                            description=f"{packing} leaves {'more' if pb > pa else 'less'} room around the live "
-                            "buffers (tuple tables included)"))
+                            description=description, label=label))
     ba = a.memory.temp_bytes - a.memory.temp_allocation_bytes
     bb = b.memory.temp_bytes - b.memory.temp_allocation_bytes
     if ba != bb:
         causes.append(Cause(kind="backend", role=None, bytes=bb - ba, a_bytes=ba, b_bytes=bb,
-                            description=_backend_words(a.memory, b.memory, bb > ba)))
+                            description=_backend_words(a.memory, b.memory, bb > ba, names)))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
     result = DiffResult(a, b, "", tuple(causes), names)
     why = _explanation(result)
@@ -210,10 +213,10 @@ def _explanation(d: DiffResult) -> Explanation | None:
                    keeper.gathers, recompute)
 
 
-def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool) -> str:
+def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool, names: tuple[str, str]) -> str:
     """What libtpu adds to the HBM temp allocation when it reports temp: the allocation's
     fragmentation once more (its allocation less its peak buffers)."""
-    who = "B" if more else "A"
+    who = names[1] if more else names[0]
     return (f"libtpu's report counts more of the HBM temp allocation's fragmentation in {who} (temp = "
             f"allocation + allocation − its peak buffers; allocations {_human(a.temp_allocation_bytes)} "
             f"and {_human(b.temp_allocation_bytes)})")
@@ -257,7 +260,7 @@ def _summary(d: DiffResult) -> str:
     if lead is None:
         return head + "."
     if lead.kind == "packing":
-        return f"{head}: mostly packing: {lead.description} ({_human(lead.bytes)})."
+        return f"{head}: mostly {lead.label or 'packing'}: {lead.description} ({_human(lead.bytes)})."
     if lead.kind == "backend":
         return f"{head}: mostly the backend's report: {lead.description} ({_human(lead.bytes)})."
     keeper, other = (name_b, name_a) if delta > 0 else (name_a, name_b)

@@ -21,6 +21,15 @@ class Backend(AliasInfo):
     packing_name = "best-fit packing"
     """What packs its temp heap, in a sentence of the diff."""
 
+    slack_label = "packing"
+    """The diff's name for its temp allocation beyond the bytes live at the peak."""
+
+    @classmethod
+    def slack_words(cls, more: bool) -> str:
+        """What that slack is, when one side has more of it (`more`) or less."""
+        return (f"{cls.packing_name} leaves {'more' if more else 'less'} room around the live buffers "
+                "(tuple tables included)")
+
     records_heap_trace = True
     """Whether XLA records a heap trace (`peak_memory_in_bytes` then counts the most heap
     bytes live at once)."""

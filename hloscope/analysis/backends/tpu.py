@@ -278,6 +278,12 @@ class Tpu(Backend):
 
     name = "tpu"
     packing_name = "packing"
+    slack_label = "allocation slack"
+
+    @classmethod
+    def slack_words(cls, more: bool) -> str:
+        return (f"libtpu's HBM temp allocation has {'more' if more else 'less'} slack beyond the buffers live at "
+                "its peak (how libtpu places them, rounded up to 16 KiB): memory the step reserves, no role holds")
     elementwise_sharing_kinds = ELEMENTWISE_SHARING_KINDS
     byte_size = staticmethod(byte_size)
     must_not_live_out = staticmethod(must_not_live_out)
