@@ -44,7 +44,7 @@ def test_the_sentence_names_the_lever_of_its_mechanism():
     assert d.explanation.lever.name == "rematerialization" and "jax.checkpoint" in d.summary
 
 
-RULED_OUT = [("gpu_hsdp_accum1", "gpu_hsdp_accum2"), ("gpu_hsdp_subaxes_accum1", "gpu_hsdp_subaxes_accum2"),
+RULED_OUT = [("gpu_hsdp_optgrads_accum1", "gpu_hsdp_optgrads_accum2"), ("gpu_hsdp_accum1", "gpu_hsdp_accum2"), ("gpu_hsdp_subaxes_accum1", "gpu_hsdp_subaxes_accum2"),
              ("gpu_remat_dots", "gpu_remat_full")]
 
 
@@ -58,3 +58,59 @@ def test_held_gathers_ruled_out_with_xlas_bytes_at_its_peak(pair):
     assert keeper.gathers.held_bytes_at_peak == xla
     said = re.search(r"not the (?:held all-gather|\d+ held all-gathers): ([\d.]+ \w+) of", d.summary, re.I).group(1)
     assert said == hloscope.units.human_bytes(xla, digits=1)
+
+
+SEED = ("gpu_hsdp_optgrads_accum1", "gpu_hsdp_optgrads_accum2")
+"""jax-ml/jax#24208 at equal micro-batch size: accumulation 1 needs more than accumulation 2."""
+
+
+def _waiting_for_a_reduction(x, name: str, depth: int = 0) -> bool:
+    """XLA's parse: whether a value is read, as it is or moved (a fusion of a concatenation,
+    bitcasts, copies: XLA's combiner), by an all-reduce or a reduce-scatter."""
+    for user in x.users.get(name, ()):
+        op = x.opcode[user]
+        if op.startswith(("all-reduce", "reduce-scatter")):
+            return True
+        moved = op in ("bitcast", "copy", "concatenate") or (op == "fusion" and {
+            x.opcode[i] for i in x.comps.get(_calls(x.text[user]), ())} <= {"parameter", "concatenate", "bitcast", "copy"})
+        if moved and depth < 8 and _waiting_for_a_reduction(x, user, depth + 1):
+            return True
+    return False
+
+
+def _backward(x, name: str, depth: int = 0) -> bool:
+    """Whether a value is the backward pass's: its op_name says so, or it has none (XLA's
+    combiner, bitcasts) and every operand is the backward pass's."""
+    op_name = x.op_name(name)
+    if op_name:
+        return "transpose(" in op_name
+    return bool(x.operands[name]) and depth < 8 and all(_backward(x, o, depth + 1) for o in x.operands[name])
+
+
+def _calls(text: str) -> str | None:
+    m = re.search(r"calls=%?([\w.\-]+)", text)
+    return m.group(1) if m else None
+
+
+@pytest.mark.xla
+def test_the_seed_pair_leads_with_gradients_waiting_for_a_reduction():
+    """From XLA's own dump of the accumulation-1 step: most of the bytes live at its peak are
+    backward values waiting for a gradient reduction (through the combiner's concatenation).
+    The diff says so, with those bytes, rules out the held gathers and offers accumulation."""
+    from .test_gathers import _Xla
+    from .xla_reference import read_dump
+
+    a, b = SEED
+    assert _xla_temp(a) > _xla_temp(b)  # the seed's direction, by XLA
+    x = _Xla(read_dump(FIXTURES / a / "after_optimizations.txt.gz"))
+    peak = xla_temp_at_peak(FIXTURES / a)
+    total = sum(v["size"] for v in peak)
+    waiting = sum(v["size"] for v in peak if _waiting_for_a_reduction(x, v["name"]) and _backward(x, v["name"]))
+    assert waiting > total / 2
+    d = hloscope.diff(_load(a), _load(b))
+    assert d.delta_temp_bytes == _xla_temp(b) - _xla_temp(a)
+    lead = d.causes[0]
+    assert lead.role == "gradients" and lead.bytes < 0
+    assert d.explanation.mechanism == "gradients_in_reductions"
+    assert hloscope.units.human_bytes(waiting, digits=1) in d.explanation.words
+    assert "not the" in d.explanation.words and d.explanation.lever.name == "gradient accumulation"

@@ -209,8 +209,8 @@ def _explanation(d: DiffResult) -> Explanation | None:
     names = (d.names[1], d.names[0]) if more else d.names
     recompute = ((keeper.cost.recompute_flops, other.cost.recompute_flops)
                  if keeper.cost is not None and other.cost is not None else None)
-    return explain(lead.role, names[0], names[1], _temp_rows(keeper.roles, lead.role), other.collectives,
-                   keeper.gathers, recompute)
+    return explain(lead.role, names[0], names[1], _temp_rows(keeper.roles, lead.role), keeper.collectives,
+                   other.collectives, keeper.gathers, recompute)
 
 
 def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool, names: tuple[str, str]) -> str:
@@ -239,7 +239,7 @@ def _collective_homes(rows) -> str:
     of one combined collective count once)."""
     kinds: dict[str, set[str]] = {}
     for r in rows:
-        if r.held_in not in (None, "loop"):
+        if r.held_in not in (None, "loop") and not r.held_in.startswith("for "):
             kinds.setdefault(r.held_in, set()).add(r.instruction.split("{", 1)[0])
     return ", ".join(f"in {len(n)} {k}{'s' if len(n) != 1 else ''}" for k, n in kinds.items())
 

@@ -23,6 +23,8 @@ from .gathers import GathersResult
 from .roles import RoleBuffer
 
 REDUCTIONS = ("all-reduce", "reduce-scatter")
+_WAITING = {f"for {k}": k for k in REDUCTIONS}
+"""`RoleBuffer.held_in` of a value waiting for a reduction → that reduction."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,13 @@ class Lever(Encoded):
 
 
 LEVERS = (
+    Lever("gradient accumulation", "gradients_in_reductions",
+          "accumulate gradients over micro-batches (a lax.scan over chunks of the batch, the "
+          "accumulator sharded like the parameters): each micro-batch's gradients are reduced "
+          "inside the loop, not every layer's full-size gradients at once",
+          "one set of gradient reductions per micro-batch (collective bytes × micro-batches) and "
+          "smaller matmuls",
+          ("gpu_hsdp_optgrads_accum1", "gpu_hsdp_optgrads_accum2")),
     Lever("rematerialization", "saved_activations",
           "save fewer activations: jax.checkpoint each layer with a policy that saves less "
           "(dots_with_no_batch_dims_saveable, then nothing_saveable)",
@@ -72,7 +81,7 @@ def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
         held[r.held_in] = held.get(r.held_in, 0) + r.bytes
     place = max(held, key=lambda k: held[k])
     if role == "gradients":
-        if place in REDUCTIONS:
+        if place in REDUCTIONS or place in _WAITING:
             return "gradients_in_reductions"
         if place == "loop":
             return "gradient_accumulators"
@@ -80,31 +89,46 @@ def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
     return {"activations": "saved_activations", "gathered_parameters": "gathered_weights"}.get(role)
 
 
-def _reductions(rows: list[RoleBuffer]) -> dict[str, set[str]]:
+def _reductions(rows: list[RoleBuffer]) -> tuple[dict[str, set[str]], int]:
+    """The reductions the gradients sit in (each instruction once), by kind, and the bytes of
+    the gradients in them or waiting for one."""
     kinds: dict[str, set[str]] = {}
+    waiting = 0
     for r in rows:
-        if r.held_in in REDUCTIONS:
-            kinds.setdefault(r.held_in, set()).add(r.instruction.split("{", 1)[0])
-    return kinds
+        kind = r.held_in if r.held_in in REDUCTIONS else _WAITING.get(r.held_in)
+        if kind is not None:
+            waiting += r.bytes
+            if r.held_in in REDUCTIONS:
+                kinds.setdefault(kind, set()).add(r.instruction.split("{", 1)[0])
+    return kinds, waiting
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _in_loop(collectives: CollectivesResult) -> list[str]:
+    """The reduction kinds a module runs more often than it writes them (inside a loop)."""
+    return [k for k in REDUCTIONS if (collectives.tally(k).dynamic_count or 0) > collectives.tally(k).count]
+
+
 def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
-            other_collectives: CollectivesResult, keeper_gathers: GathersResult,
-            recompute: tuple[int, int] | None = None) -> Explanation:
+            keeper_collectives: CollectivesResult, other_collectives: CollectivesResult,
+            keeper_gathers: GathersResult, recompute: tuple[int, int] | None = None) -> Explanation:
     """The leading cause `role`, held more by `keeper` (its buffers of that role at its peak:
     `rows`), against `other`. `recompute`: FLOPs recomputed by (keeper, other)."""
     kind = mechanism(role, rows)
     total = sum(r.bytes for r in rows)
     words = []
     if kind == "gradients_in_reductions":
-        homes = ", ".join(_plural(len(n), k) for k, n in _reductions(rows).items())
-        waiting = sum(r.bytes for r in rows if r.held_in in REDUCTIONS)
-        words.append(f"{keeper} holds gradients waiting in {homes} at its peak ({human_bytes(waiting, digits=1)})")
-        inside = [k for k in REDUCTIONS if other_collectives.tally(k).dynamic_count > other_collectives.tally(k).count]
+        kinds, waiting = _reductions(rows)
+        homes = ", ".join(_plural(len(n), k) for k, n in kinds.items())
+        waited = sorted({_WAITING[r.held_in] for r in rows if r.held_in in _WAITING})
+        where = (f"in {homes}" if homes else "") + (" and " if homes and waited else "") + (
+            f"waiting for {' and '.join(k + 's' for k in waited)}" if waited else "")
+        words.append(f"{keeper} holds full-size gradients {where} at its peak ({human_bytes(waiting, digits=1)})"
+                     + ("" if _in_loop(keeper_collectives) else ", reduced together after the backward pass"))
+        inside = _in_loop(other_collectives)
         if inside:
             words.append(f"{other} runs its {' and '.join(k + 's' for k in inside)} inside a loop, "
                          "a micro-batch's gradients at a time")

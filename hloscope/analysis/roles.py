@@ -87,8 +87,9 @@ class RoleBuffer(Encoded):
     why: str | None = field(default=None, metadata=as_json(omit_none=True))
     """For an `unknown` buffer: why neither dataflow nor metadata tells."""
     held_in: str | None = field(default=None, metadata=as_json(omit_none=True))
-    """The place that holds it: a collective's kind (`all-reduce`: a gradient waiting in a
-    reduction) or `loop` (a loop's state), None for any other value."""
+    """The place that holds it: a collective's kind (`all-reduce`: a gradient in flight in a
+    reduction), `for all-reduce` (waiting for one, as a combiner's concatenation and what it
+    concatenates do), or `loop` (a loop's state); None for any other value."""
 
 
 @dataclass(frozen=True)
@@ -184,10 +185,31 @@ class Roles:
 
     def place(self, v: Value) -> str | None:
         """Where `v` is held: the kind of the collective that makes it, `loop` for a loop's
-        state, None otherwise."""
+        state, `for KIND` when it waits for a reduction that reads it as it is (directly, or
+        through moves: XLA's combiner concatenates gradients into one all-reduce), None
+        otherwise."""
         if v in self._loop_sources:
             return "loop"
-        return _collective(_origin(v))
+        made_by = _collective(_origin(v))
+        if made_by is not None:
+            return made_by
+        waits = self._reduced_by(v)
+        return f"for {waits}" if waits else None
+
+    def _reduced_by(self, v: Value, depth: int = 0) -> str | None:
+        """The reduction collective that reads `v`, or a move of it, as it is."""
+        df = self.model.dataflow
+        for user, _, _ in v.uses:
+            kind = _collective(user)
+            if kind in _GRADIENT_REDUCTIONS:
+                return kind
+            if depth < 8 and kind is None and _moves(user):
+                for w in df.value_sets.get(user, {}).values():
+                    if w.instruction is user and w is not v:
+                        found = self._reduced_by(w, depth + 1)
+                        if found:
+                            return found
+        return None
 
     # ─── what a value is made of ──────────────────────────────────────────────────────
 
