@@ -418,6 +418,10 @@ def _gathers_advice(g, memory) -> list[str]:
                      "but one held gather at the price of more all-gathers; XLA's temp fell on the H100 target but "
                      "rose on CPU, where other buffers set the peak (docs/gathers.md). Compare both compilations "
                      "with `hloscope diff` before adopting it.")
+    if any("spans_backward_start" in h.reasons and h.bytes_at_peak for h in g.held):
+        lines.append("Some are held because XLA's schedule gathers them early (a recomputation or a backward "
+                     "pass's gather run during the forward pass): jax.checkpoint does not change that; on "
+                     "hloscope's CPU fixture its re-gathers are the ones held.")
     if any(h.origin == "explicit" and h.bytes_at_peak for h in g.held):
         lines.append("Some held gathers are explicit all_gather calls of the program: no remedy is demonstrated "
                      "for those here.")

@@ -8,7 +8,6 @@ against `compiled.cost_analysis()`; docs/cost.md says what is counted, and how.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Facts
 from .fusion_bytes import fusion_bytes
 from .op_cost import ZERO, Counts, price
+from .sides import REMAT_SEGMENT, XLA_REMAT_NAME, recomputes
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 """What `CostResult.group_by` (and `hloscope cost --by`) can group instructions by."""
@@ -206,21 +206,6 @@ _WIRE: dict[str, Callable[[int], float]] = {
 
 # ─── recomputation ────────────────────────────────────────────────────────────────────
 
-_REMAT_SEGMENT = "rematted_computation"
-_XLA_REMAT_NAME = re.compile(r"\.remat\d*(?:\.|$)")
-
-
-def recomputes(inst: Instruction) -> bool:
-    """Whether an instruction recomputes a forward op: JAX's remat primal in its op_name, or a
-    clone made by XLA's rematerialization pass."""
-    if _XLA_REMAT_NAME.search(inst.name):
-        return True
-    if not inst.attributes.mentions(_REMAT_SEGMENT):
-        return False  # most instructions: their metadata need not be decoded to know
-    op_name = inst.op_name
-    return bool(op_name and _REMAT_SEGMENT in op_name.split("/"))
-
-
 def _replays(comp: Computation) -> dict[int, bool | None]:
     """Per instruction (by id): whether it recomputes forward ops, None when nothing says.
 
@@ -230,13 +215,13 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     constants have none. The text order of a computation puts operands first."""
     verdicts: dict[int, bool | None] = {}
     instructions = comp.instructions
-    if not any(_XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(_REMAT_SEGMENT)
+    if not any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT)
                for inst in instructions):
         # Nothing here can recompute (`recomputes` is False for all), so no verdict is true:
         # known without decoding the metadata of every op, what the loop below would do.
         return verdicts
     for inst in instructions:
-        if inst.op_name or _XLA_REMAT_NAME.search(inst.name):
+        if inst.op_name or XLA_REMAT_NAME.search(inst.name):
             verdicts[id(inst)] = recomputes(inst)
             continue
         known = [v for v in (verdicts.get(id(o)) for o in inst.operands) if v is not None]

@@ -55,7 +55,8 @@ LEVERS = (
           ("gpu_remat_dots", "gpu_remat_full")),
     Lever("re-gather in the backward pass", "gathered_weights",
           "let the backward pass gather the weights again instead of keeping them from the "
-          "forward pass: jax.checkpoint each layer (the all-gathers are recomputed with it)",
+          "forward pass: jax.checkpoint each layer (the all-gathers are recomputed with it; unless XLA "
+          "schedules the re-gathers early, as `gathers` then says)",
           "a second all-gather per layer and the recomputed forward FLOPs",
           ("gpu_hsdp_accum1", "gpu_remat_full")),
 )

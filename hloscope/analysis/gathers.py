@@ -41,8 +41,8 @@ from .callgraph import scheduled_callees
 from .dataflow import Value
 from .facts import Facts
 from .memory import MemoryModel
+from .sides import BACKWARD, FORWARD, OTHER, recomputes, side_of
 
-FORWARD, BACKWARD, OTHER = "forward", "backward", "other"
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ class HeldGather(Encoded):
     a combined gather."""
     bytes: int
     reasons: tuple[str, ...]
-    """`forward_and_backward` and/or `hoisted_out_of_loop`."""
+    """`forward_and_backward` (used by both passes, by JAX's metadata), `spans_backward_start`
+    (live from before the backward pass starts, by the schedule, into it) and/or
+    `hoisted_out_of_loop`."""
     first_use: dict[str, Any]
     """`{"step", "instruction"}` of the first use on the flattened schedule."""
     last_use: dict[str, Any]
@@ -124,16 +126,24 @@ class GathersResult(Encoded):
 # ─── sides of the boundary ────────────────────────────────────────────────────────────
 
 
-def side_of(op_name: str | None) -> str | None:
-    """The side JAX's metadata puts an op on, None without JAX metadata. JAX names the
-    backward pass of `jvp(f)` `transpose(jvp(f))`; the forward pass keeps `jvp(`."""
-    if not op_name:
-        return None
-    if "transpose(" in op_name:
-        return BACKWARD
-    if "jvp(" in op_name:
-        return FORWARD
-    return OTHER
+def _backward_start(model: MemoryModel) -> int | None:
+    """With metadata: the step where the backward pass starts, the first op of the schedule
+    that JAX puts in it, that recomputes nothing and that reads a value the forward pass made.
+    XLA may schedule at any time what depends on nothing the forward pass computes: zeros a
+    gradient is later added into, the one-hot of the labels, weights gathered for later."""
+    steps = [t for inst, t in model.live.schedule.time.items()
+             if side_of(inst.op_name) == BACKWARD and not recomputes(inst)
+             and any(_of_forward(o) for o in inst.operands)]
+    return min(steps, default=None)
+
+
+def _of_forward(inst: Instruction, depth: int = 0) -> bool:
+    """Whether `inst` is an op of the forward pass, or an op without metadata made from one
+    (a bitcast, a tuple element). A recomputation is not: what reads only recomputed values
+    may run early too."""
+    if side_of(inst.op_name) == FORWARD:
+        return True
+    return inst.op_name is None and depth < 4 and any(_of_forward(o, depth + 1) for o in inst.operands)
 
 
 def _has_side_metadata(model: MemoryModel) -> bool:
@@ -374,6 +384,7 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
             return OTHER
         return BACKWARD if t >= boundary_step else FORWARD
 
+    backward_start = _backward_start(model) if by_metadata else None
     held = []
     gathered = gathered_values(model)
     for inst, index, value in gathered:
@@ -384,6 +395,11 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
         reasons = []
         if FORWARD in sides and BACKWARD in sides:
             reasons.append("forward_and_backward")
+        elif backward_start is not None and any(u.step is not None and u.step > backward_start for u in uses) and any(
+                live.ranges[v][0] < backward_start for v in values if v in live.ranges):
+            # Gathered in the forward pass by time (a remat's recomputation, or a backward
+            # gather, that XLA scheduled early) and held into the backward pass.
+            reasons.append("spans_backward_start")
         if any(_inside_loop_of(u, inst.computation, callers) for u in users):
             reasons.append("hoisted_out_of_loop")
         if not reasons:

@@ -52,7 +52,8 @@ from ..ir.opcodes import info as opinfo
 from ..ir.opcodes import moves_data as opcode_moves_data
 from .callgraph import loop_parts
 from .dataflow import Value
-from .gathers import BACKWARD, FORWARD, OTHER, carried_values, gathered_values, side_of
+from .gathers import carried_values, gathered_values
+from .sides import BACKWARD, FORWARD, OTHER, side_of
 from .memory import MemoryModel
 
 ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "gradients", "activations",
