@@ -41,7 +41,7 @@ from .callgraph import scheduled_callees
 from .dataflow import Value
 from .facts import Facts
 from .memory import MemoryModel
-from .sides import BACKWARD, FORWARD, OTHER, recomputes, side_of
+from .sides import BACKWARD, FORWARD, OTHER, backward_start_step, side_of
 
 
 
@@ -124,26 +124,6 @@ class GathersResult(Encoded):
 
 
 # ─── sides of the boundary ────────────────────────────────────────────────────────────
-
-
-def _backward_start(model: MemoryModel) -> int | None:
-    """With metadata: the step where the backward pass starts, the first op of the schedule
-    that JAX puts in it, that recomputes nothing and that reads a value the forward pass made.
-    XLA may schedule at any time what depends on nothing the forward pass computes: zeros a
-    gradient is later added into, the one-hot of the labels, weights gathered for later."""
-    steps = [t for inst, t in model.live.schedule.time.items()
-             if side_of(inst.op_name) == BACKWARD and not recomputes(inst)
-             and any(_of_forward(o) for o in inst.operands)]
-    return min(steps, default=None)
-
-
-def _of_forward(inst: Instruction, depth: int = 0) -> bool:
-    """Whether `inst` is an op of the forward pass, or an op without metadata made from one
-    (a bitcast, a tuple element). A recomputation is not: what reads only recomputed values
-    may run early too."""
-    if side_of(inst.op_name) == FORWARD:
-        return True
-    return inst.op_name is None and depth < 4 and any(_of_forward(o, depth + 1) for o in inst.operands)
 
 
 def _has_side_metadata(model: MemoryModel) -> bool:
@@ -384,7 +364,7 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
             return OTHER
         return BACKWARD if t >= boundary_step else FORWARD
 
-    backward_start = _backward_start(model) if by_metadata else None
+    backward_start = backward_start_step(model.live.schedule.time) if by_metadata else None
     held = []
     gathered = gathered_values(model)
     for inst, index, value in gathered:

@@ -41,6 +41,7 @@ so the roles add up to `argument_bytes + output_bytes - alias_bytes + temp_max_l
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ from ..ir.opcodes import moves_data as opcode_moves_data
 from .callgraph import loop_parts
 from .dataflow import Value
 from .gathers import carried_values, gathered_values
-from .sides import BACKWARD, FORWARD, OTHER, side_of
+from .sides import BACKWARD, FORWARD, OTHER, recomputes, side_of
 from .memory import MemoryModel
 
 ROLES = ("parameters", "optimizer_state", "inputs", "gathered_parameters", "gradients", "activations",
@@ -118,7 +119,11 @@ class Roles:
         """Each `unknown` value → why."""
         self._parameter_roles = _entry_parameter_roles(module, model)
         self._gathered = {v for _, _, g in gathered_values(model) for v in carried_values(g, model.dataflow)}
-        self._loop_sources, self._flows_into = _loop_links(model)
+        self._loop_sources, self._flows_into, self._loop_group = _loop_links(model)
+        self._forward_steps = sorted(  # the steps where the forward pass computes something
+            t for inst, t in model.live.schedule.time.items()
+            if side_of(inst.op_name) == FORWARD and not recomputes(inst) and inst.info.value_rule == "define"
+            and not _moves(inst))
         self._busy: set[Value] = set()
         self._sides: dict[Value, str | None] = {}
         self._sink: dict[Value, bool] = {}
@@ -154,7 +159,11 @@ class Roles:
             return held if held in _NOT_WEIGHTS else "gathered_parameters"
         loop_sources = self._loop_sources.get(v)
         if loop_sources is not None:
-            return self._merge(loop_sources) or "temporaries"
+            role = self._merge(loop_sources)
+            if role in (None, "temporaries", *_DATA) and any(self._side(s) == FORWARD for s in loop_sources) \
+                    and any(self._read_backward(p) for p in self._loop_group[v]):
+                return "activations"  # what the forward pass stacks for the backward pass (a scan's residuals)
+            return role or "temporaries"
         if not v.shape.dimensions or v.shape.is_tuple:
             return "temporaries"  # scalars (counters, flags, a loss) and pointer tables
         origin = _origin(v)
@@ -162,19 +171,26 @@ class Roles:
             # A fusion's output that is one of its operands, passed through.
             passed = self._operand_value(inst, origin.parameter_number)
             return (self._of(passed) if passed is not None else None) or "temporaries"
-        sources = self._sources(v, origin)
+        chain = _element_chain(origin) if origin is not inst else None
+        sources = self._sources(v, origin, chain)
         collective = _collective(origin)
         side = self._side(v)
-        if collective is not None or _moves(origin) or _keeps_elements(origin):
+        moves = _moves(origin) if chain is None else chain[1]
+        if collective is not None or moves or (_keeps_elements(origin) if origin is inst else chain is not None):
             held = self._merge(sources)
-            if held in _HOLDING and not (held in _DATA and side == BACKWARD):
+            if held == "inputs" and collective is None and not moves:
+                # A converted copy of the batch is what it is made for: a residual when the
+                # backward pass reads it and the forward pass makes or holds it.
+                held = "activations" if (side in (FORWARD, OTHER) or self._held_across_forward(v)) \
+                    and self._read_backward(v) else None
+            if held in _HOLDING and not (held in _DATA and side == BACKWARD and not self._held_across_forward(v)):
                 return held  # (a copy the backward pass makes of the data for one op: its temporary)
             if collective in _GRADIENT_REDUCTIONS and (
                     side == BACKWARD or any(self._side(s) == BACKWARD for s in sources)):
                 return "gradients"
         if side == BACKWARD and self._feeds_gradient_sink(v):
             return "gradients"
-        if side == FORWARD and self._read_backward(v):
+        if side in (FORWARD, OTHER) and self._read_backward(v):
             return "activations"
         if side == OTHER and _keeps_gradient(origin) and self._merge(sources) == "gradients":
             return "gradients"  # a sum of gradients (accumulation outside the differentiated code)
@@ -219,13 +235,24 @@ class Roles:
             return None
         return self.model.dataflow.value_sets.get(inst.operands[number], {}).get(())
 
-    def _sources(self, v: Value, origin: Instruction) -> list[Value]:
+    def _held_across_forward(self, v: Value) -> bool:
+        """Whether forward ops run while `v` is live, by the schedule: it is held through the
+        forward pass, not made for one op of the backward pass (XLA may fuse a residual's
+        rounding into the backward pass's conversion and run it in the forward)."""
+        r = self.model.live.ranges.get(v)
+        if r is None:
+            return False
+        k = bisect.bisect_right(self._forward_steps, r[0])
+        return k < len(self._forward_steps) and self._forward_steps[k] < r[1]
+
+    def _sources(self, v: Value, origin: Instruction, chain=None) -> list[Value]:
         """The arrays `v` is made from: the operands (the fusion's, for the fused parameters
         its own fused instruction reads; for a tuple of one element per operand, a variadic
         collective's, that element's operand), scalars (indices, flags) left out."""
         inst = v.instruction
         if origin is not inst:
-            numbers = [p.parameter_number for p in _fused_parameters(origin)]
+            params = chain[0] if chain is not None else _fused_parameters(origin)
+            numbers = [p.parameter_number for p in params]
             operands = [inst.operands[n] for n in numbers if n is not None and n < len(inst.operands)]
         else:
             operands = list(inst.operands)
@@ -306,11 +333,13 @@ class Roles:
 
     def _feeds_gradient_sink(self, v: Value, depth: int = 0) -> bool:
         """Whether `v` is there to become a parameter's gradient: it is returned, or every
-        reader of it (and every loop state it flows into) is a gradient sink (a gradient
-        reduction, the optimizer update, an accumulator) or an op that keeps it a gradient
-        (conversions, moves, sums, elementwise arithmetic, a reduction of split partial
-        sums) whose result is one in turn. An activation's gradient is read by matrix
-        products too (the next layer's gradients are made from it): a temporary."""
+        reader of it (and every loop state it flows into that is read) is a gradient sink (a
+        gradient reduction, the optimizer update, an accumulator) or an op that keeps it a
+        gradient (conversions, moves, sums, elementwise arithmetic, a reduction of split
+        partial sums) whose result is one in turn. The op that adds into a loop's state the
+        value it reads (an accumulation fused into a matmul) is the accumulation itself. An
+        activation's gradient is read by matrix products too (the next layer's gradients are
+        made from it): a temporary."""
         known = self._sink.get(v)
         if known is not None:
             return known
@@ -318,18 +347,23 @@ class Roles:
         df = self.model.dataflow
         found = v.buffer in df.live_out
         if not found and depth < 64:
+            state = self._loop_group.get(v, ())
+            written = {w for p in state for w in self._loop_sources.get(p, ())}
             readers = v.uses
-            found = bool(readers) or bool(self._holders(v))
+            holders = [h for h in self._holders(v) if h.uses or h.buffer in df.live_out]
+            found = bool(readers) or bool(holders)
             for user, _, _ in readers:
                 made = [u for u in df.value_sets.get(user, {}).values() if u.instruction is user]
                 if not made or _collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
                     continue  # a position of `v` (a bitcast forwards it; its readers are v's), or a sink
+                if any(u in written for u in made):
+                    continue  # the accumulation step: what it makes goes back into this state
                 if not (_keeps_gradient(user) or _moves(user)) or not all(
                         self._feeds_gradient_sink(u, depth + 1) for u in made if not u.shape.is_tuple):
                     found = False
                     break
             if found:
-                found = all(self._feeds_gradient_sink(h, depth + 1) for h in self._holders(v))
+                found = all(self._feeds_gradient_sink(h, depth + 1) for h in holders)
         self._sink[v] = found
         return found
 
@@ -347,6 +381,32 @@ def _origin(v: Value) -> Instruction:
             return inst
         node = node.operands[k]
     return node
+
+
+def _element_chain(origin: Instruction) -> tuple[list[Instruction], bool] | None:
+    """For a fused instruction making an element of a multi-output fusion: when it only
+    converts or moves what the fusion reads (`keeps_elements`, `moves_data`, all the way to
+    the fused parameters), those parameters and whether it only moves them; None when it
+    computes (a conversion of a tanh of a matmul is the matmul's result, not its operands)."""
+    found, stack, seen, moves = [], [origin], set(), True
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i.opcode == "parameter":
+            found.append(i)
+            continue
+        if i.opcode in ("tuple", "get-tuple-element") or _made_from_nothing(i):
+            pass
+        elif _moves(i):
+            pass
+        elif opinfo(i.opcode).keeps_elements:
+            moves = False
+        else:
+            return None
+        stack.extend(i.operands)
+    return sorted(found, key=lambda p: p.parameter_number or 0), moves
 
 
 def _fused_parameters(origin: Instruction) -> list[Instruction]:
@@ -403,7 +463,7 @@ def _keeps_elements(inst: Instruction) -> bool:
     of such ops alone."""
     if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
         return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or opinfo(i.opcode).keeps_elements
-                   for i in inst.called_computations[0].instructions)
+                   or _made_from_nothing(i) for i in inst.called_computations[0].instructions)
     return opinfo(inst.opcode).keeps_elements
 
 
@@ -424,13 +484,15 @@ def assign_roles(module, model: MemoryModel) -> Roles:
     return Roles(module, model)
 
 
-def _loop_links(model: MemoryModel) -> tuple[dict[Value, list[Value]], dict[Value, list[Value]]]:
+def _loop_links(model: MemoryModel):
     """For each loop state a body changes (XLA's phi values at the loop, its body's and its
     condition's parameter): what flows into it (the initial value, what the body writes
-    back); and the inverse, each such value → the loop states it flows into."""
+    back); the inverse, each such value → the loop states it flows into; and each phi → the
+    phis of its state (one element at the loop, its body and its condition)."""
     df = model.dataflow
     sources: dict[Value, list[Value]] = {}
     into: dict[Value, list[Value]] = {}
+    group: dict[Value, tuple[Value, ...]] = {}
     for inst, values in df.value_sets.items():
         if not opinfo(inst.opcode).is_loop or not inst.operands:
             continue
@@ -448,9 +510,10 @@ def _loop_links(model: MemoryModel) -> tuple[dict[Value, list[Value]], dict[Valu
             phis = [p for p in (place.get(idx) for place in places) if p is not None and p.is_phi]
             for p in phis:
                 sources[p] = flowing
+                group[p] = tuple(phis)
             for s in flowing:
                 into.setdefault(s, []).extend(phis)
-    return sources, into
+    return sources, into, group
 
 
 def _entry_parameter_roles(module, model: MemoryModel) -> dict[Instruction, str]:

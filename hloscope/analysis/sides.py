@@ -10,6 +10,7 @@ roles, cost) ask here.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ..ir.module import Instruction
 
@@ -39,3 +40,22 @@ def recomputes(inst: Instruction) -> bool:
         return False  # most instructions: their metadata need not be decoded to know
     op_name = inst.op_name
     return bool(op_name and REMAT_SEGMENT in op_name.split("/"))
+
+
+def backward_start_step(time: Mapping[Instruction, int]) -> int | None:
+    """The step of a schedule (`time`: instruction → step) where the backward pass starts: the
+    first op JAX puts in it that recomputes nothing and reads a value the forward pass made.
+    XLA may schedule at any time what depends on nothing the forward pass computes (zeros a
+    gradient is later added into, the one-hot of the labels, weights gathered for later, a
+    remat's recomputation): those do not start it. None without such metadata."""
+    steps = [t for inst, t in time.items()
+             if side_of(inst.op_name) == BACKWARD and not recomputes(inst) and any(_of_forward(o) for o in inst.operands)]
+    return min(steps, default=None)
+
+
+def _of_forward(inst: Instruction, depth: int = 0) -> bool:
+    """Whether `inst` is an op of the forward pass, or an op without metadata made from one
+    (a bitcast, a tuple element). A recomputation is not."""
+    if side_of(inst.op_name) == FORWARD:
+        return True
+    return inst.op_name is None and depth < 4 and any(_of_forward(o, depth + 1) for o in inst.operands)
