@@ -374,7 +374,7 @@ _DUMPED = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = .*? ([a-z][a-z0-9\-]*)\(([^)]
 def _xla_peak_values(name: str) -> tuple[dict, list[dict]]:
     """From a fixture's dump files alone: each instruction's (opcode, operand names), and the
     arrays of XLA's HBM temp allocation live at the step where the most of its bytes are."""
-    from .xla_reference import parse_buffer_assignment_dump, parse_live_range_dump
+    from .xla_reference import xla_temp_at_peak
 
     path = FIXTURES / name
     text = read_dump(path / "after_optimizations.txt.gz")
@@ -398,21 +398,7 @@ def _xla_peak_values(name: str) -> tuple[dict, list[dict]]:
         if op == "async-done" and operands and ops.get(operands[0], ("",))[0] == "slice-start":
             op = "slice-done"
         ops[m.group(1)] = (op, operands)
-    (temp,) = [a for a in parse_buffer_assignment_dump(read_dump(path / "buffer-assignment.txt.gz"))
-               if a["kinds"].removeprefix("page 0, ") == "preallocated-temp"]
-    _, ranges = parse_live_range_dump(read_dump(path / "live-range.txt.gz"))
-    arrays = [v for v in temp["values"] if not v["shape"].startswith("(")]
-    delta: dict[int, int] = {}
-    for v in arrays:
-        start, end = ranges[(v["name"], v["index"])]
-        delta[start] = delta.get(start, 0) + v["size"]
-        delta[end + 1] = delta.get(end + 1, 0) - v["size"]
-    live = best = at = 0
-    for t in sorted(delta):
-        live += delta[t]
-        if live > best:
-            best, at = live, t
-    return ops, [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]
+    return ops, xla_temp_at_peak(path)
 
 
 _MOVES = ("copy", "copy-start", "copy-done", "bitcast", "get-tuple-element", "slice-start", "slice-done",

@@ -27,7 +27,7 @@ from hloscope.analysis.memory import build_memory_model
 from hloscope.analysis.roles import assign_roles
 
 from .conftest import FIXTURES
-from .xla_reference import opcode_spelling, parse_buffer_assignment_dump, parse_live_range_dump, read_dump
+from .xla_reference import opcode_spelling, read_dump, xla_temp_at_peak
 
 PROGRAMS = sorted(p.name for p in (FIXTURES / "truth").iterdir() if (p / "truth.json").exists())
 
@@ -72,32 +72,9 @@ def _truth(truth: dict, shape: str) -> str | None:
 
 
 def _temp_at_peak(directory) -> list[dict]:
-    """The arrays of XLA's temp allocation live at the step of the schedule where the most of
-    its bytes are (tests.xla_reference.xla_temp_at_peak), from the dump files alone. A target
-    with several memory spaces has a temp allocation in each (TPU: HBM, `color 1` VMEM, which
-    holds the whole of a step small enough): the one whose arrays peak highest."""
-    allocations = parse_buffer_assignment_dump(read_dump(directory / "buffer-assignment.txt.gz"))
-    _, ranges = parse_live_range_dump(read_dump(directory / "live-range.txt.gz"))
-    best: list[dict] = []
-    best_bytes = -1
-    for a in allocations:
-        if not a["kinds"].endswith("preallocated-temp"):
-            continue
-        arrays = [v for v in a["values"] if not v["shape"].startswith("(")]
-        delta: dict[int, int] = {}
-        for v in arrays:
-            start, end = ranges[(v["name"], v["index"])]
-            delta[start] = delta.get(start, 0) + v["size"]
-            delta[end + 1] = delta.get(end + 1, 0) - v["size"]
-        live = peak = at = 0
-        for t in sorted(delta):
-            live += delta[t]
-            if live > peak:
-                peak, at = live, t
-        if peak > best_bytes:
-            best_bytes = peak
-            best = [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]
-    return best
+    """The arrays of XLA's temp allocation live at its peak, from the dump files alone; on a
+    target with several memory spaces, of the allocation whose arrays peak highest."""
+    return xla_temp_at_peak(directory, highest=True)
 
 
 _COPIES = ("copy", "copy-start", "copy-done")

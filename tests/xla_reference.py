@@ -429,25 +429,35 @@ class XlaGroupsProcess:
         self._proc.wait()
 
 
-def xla_temp_at_peak(directory) -> list[dict]:
+def xla_temp_at_peak(directory, highest: bool = False) -> list[dict]:
     """From a compilation's dump files alone (`buffer-assignment.txt.gz`, `live-range.txt.gz`
     in `directory`): the arrays of XLA's temp allocation live at the step of the schedule
-    where the most of its bytes are, each `{name, index, size, shape, ...}`."""
+    where the most of its bytes are, each `{name, index, size, shape, ...}`. A target with
+    several memory spaces has a temp allocation in each (TPU: HBM, and VMEM, which holds the
+    whole of a step small enough): by default the HBM one (`preallocated-temp` alone), with
+    `highest` the one whose arrays peak highest."""
     from pathlib import Path
 
     directory = Path(directory)
-    (temp,) = [a for a in parse_buffer_assignment_dump(read_dump(directory / "buffer-assignment.txt.gz"))
-               if a["kinds"].removeprefix("page 0, ") == "preallocated-temp"]
+    allocations = [a for a in parse_buffer_assignment_dump(read_dump(directory / "buffer-assignment.txt.gz"))
+                   if (a["kinds"].endswith("preallocated-temp") if highest
+                       else a["kinds"].removeprefix("page 0, ") == "preallocated-temp")]
     _, ranges = parse_live_range_dump(read_dump(directory / "live-range.txt.gz"))
-    arrays = [v for v in temp["values"] if not v["shape"].startswith("(")]
-    delta: dict[int, int] = {}
-    for v in arrays:
-        start, end = ranges[(v["name"], v["index"])]
-        delta[start] = delta.get(start, 0) + v["size"]
-        delta[end + 1] = delta.get(end + 1, 0) - v["size"]
-    live = best = at = 0
-    for t in sorted(delta):
-        live += delta[t]
-        if live > best:
-            best, at = live, t
-    return [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]
+    best: list[dict] = []
+    best_bytes = -1
+    for allocation in allocations:
+        arrays = [v for v in allocation["values"] if not v["shape"].startswith("(")]
+        delta: dict[int, int] = {}
+        for v in arrays:
+            start, end = ranges[(v["name"], v["index"])]
+            delta[start] = delta.get(start, 0) + v["size"]
+            delta[end + 1] = delta.get(end + 1, 0) - v["size"]
+        live = peak = at = 0
+        for t in sorted(delta):
+            live += delta[t]
+            if live > peak:
+                peak, at = live, t
+        if peak > best_bytes:
+            best_bytes = peak
+            best = [v for v in arrays if ranges[(v["name"], v["index"])][0] <= at <= ranges[(v["name"], v["index"])][1]]
+    return best

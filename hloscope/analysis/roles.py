@@ -388,39 +388,31 @@ def _element_chain(origin: Instruction) -> tuple[list[Instruction], bool] | None
     converts or moves what the fusion reads (`keeps_elements`, `moves_data`, all the way to
     the fused parameters), those parameters and whether it only moves them; None when it
     computes (a conversion of a tanh of a matmul is the matmul's result, not its operands)."""
-    found, stack, seen, moves = [], [origin], set(), True
-    while stack:
-        i = stack.pop()
-        if id(i) in seen:
+    moves = True
+    for i in _fused_walk(origin):
+        if i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or _moves(i):
             continue
-        seen.add(id(i))
-        if i.opcode == "parameter":
-            found.append(i)
-            continue
-        if i.opcode in ("tuple", "get-tuple-element") or _made_from_nothing(i):
-            pass
-        elif _moves(i):
-            pass
-        elif opinfo(i.opcode).keeps_elements:
-            moves = False
-        else:
+        if not opinfo(i.opcode).keeps_elements:
             return None
-        stack.extend(i.operands)
-    return sorted(found, key=lambda p: p.parameter_number or 0), moves
+        moves = False
+    return _fused_parameters(origin), moves
 
 
 def _fused_parameters(origin: Instruction) -> list[Instruction]:
     """The parameters of a fused computation that `origin`, an instruction in it, reads."""
-    found, stack, seen = [], [origin], set()
+    return sorted((i for i in _fused_walk(origin) if i.opcode == "parameter"), key=lambda p: p.parameter_number or 0)
+
+
+def _fused_walk(origin: Instruction):
+    """`origin` and every instruction of its fused computation it reads, once each."""
+    stack, seen = [origin], set()
     while stack:
         i = stack.pop()
         if id(i) in seen:
             continue
         seen.add(id(i))
-        if i.opcode == "parameter":
-            found.append(i)
+        yield i
         stack.extend(i.operands)
-    return sorted(found, key=lambda p: p.parameter_number or 0)
 
 
 def _made_from_nothing(inst: Instruction) -> bool:
