@@ -17,22 +17,26 @@ Values the step computes, first rule that applies:
     all-gather of inputs, activations or gradients holds what it gathers;
   - a loop's state (XLA's phi values: the element a loop body changes) holds what flows into
     it: its initial value and what the body writes back (an accumulator: the gradients added
-    into it; a scan's stacked outputs: the activations or weight gradients stacked into it);
-    zeros, loop counters and other values made from nothing take no part;
+    into it); zeros, loop counters and other values made from nothing take no part; a state
+    the forward pass writes and the backward pass reads is activations (a scan's stacked
+    residuals);
   - a place (`ir.opcodes.moves_data`: copies, slices, concatenations, updates of a slice, moves
     between memory spaces, and fusions of nothing else), a conversion (`keeps_elements`: a
     weight cast to bfloat16) and a collective hold what their data operands hold, when that
-    is state, gradients or activations (a copy the backward pass makes of an activation or an
-    input for one op is its temporary): a combined all-reduce of the
-    concatenated gradients of every layer holds gradients; an element of a multi-output fusion
-    (TPU's async collective fusions) is what its own fused instruction makes;
-  - `gradients`: backward values that reach a gradient sink (a reduction, the optimizer or an
-    accumulator, the outputs) through ops that keep a gradient a gradient (conversions, moves,
-    sums, elementwise arithmetic), a reduction of backward values, and a sum of gradients;
+    is state, gradients or activations: a combined all-reduce of the concatenated gradients
+    of every layer holds gradients; an element of a multi-output fusion (TPU's async
+    collective fusions) is what its own fused chain makes. Copies of the data: one the
+    backward pass makes for one op is its temporary, one the schedule holds through the
+    forward pass's computation is a residual, and a converted copy of the batch that the
+    backward pass reads is an activation (JAX saves it);
+  - `gradients`: backward values there to become a gradient: every reader is a gradient sink
+    (a reduction, the optimizer, an accumulator, the outputs), the accumulation step itself,
+    or an op that keeps a gradient a gradient (conversions, moves, sums, elementwise
+    arithmetic); a reduction of backward values; a sum of gradients;
   - `activations`: forward values the backward pass reads, directly or through places;
   - `temporaries`: other values (and scalars, and values made from nothing);
-  - the side (forward, backward, other) is JAX's metadata (`jvp(`, `transpose(`); an op
-    without metadata takes the side of the values it is computed from.
+  - the side (forward, backward, other) is JAX's metadata (analysis.sides); an op without
+    metadata takes the side of the values it is computed from.
 
 `roles_at_peak` sums the bytes the device holds at the peak step by role: the arguments, the
 outputs not aliased to them, and the temp values live at the peak (each slot of the heap once),
