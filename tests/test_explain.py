@@ -121,3 +121,26 @@ def test_the_seed_pair_leads_with_gradients_waiting_for_a_reduction(seed):
     assert d.explanation.mechanism == "gradients_in_reductions"
     assert hloscope.units.human_bytes(waiting, digits=1) in d.explanation.words
     assert "not the" in d.explanation.words and d.explanation.lever.name == "gradient accumulation"
+
+
+@pytest.mark.xla
+def test_gradients_being_formed_are_backward_values_no_reduction_holds_yet():
+    """The Quickstart's old pair (accumulation 2 at twice the sequence): B leads with gradients
+    that no reduction or loop holds yet. XLA's dump and parse agree for every buffer the
+    sentence counts: live at XLA's peak, made by the backward pass, not read by a reduction,
+    not a loop's state."""
+    from .test_gathers import _Xla
+    from .xla_reference import read_dump
+
+    a, b = "gpu_hsdp_accum1", "gpu_hsdp_accum2"
+    d = hloscope.diff(_load(a), _load(b))
+    assert d.explanation.mechanism == "gradients_being_formed"
+    rows = [r for r in d.b.roles.buffers if r.where == "temp" and r.role == "gradients" and r.held_in is None]
+    x = _Xla(read_dump(FIXTURES / b / "after_optimizations.txt.gz"))
+    at_peak = {v["name"] + v["index"] for v in xla_temp_at_peak(FIXTURES / b)}
+    for r in rows:
+        name = r.instruction.split("{", 1)[0]
+        assert (r.instruction if "{" in r.instruction else name + "{}") in at_peak, r
+        assert _backward(x, name) and not _waiting_for_a_reduction(x, name), r
+        assert x.opcode[name] != "parameter", r  # a loop body's parameter: a loop's state
+    assert hloscope.units.human_bytes(sum(r.bytes for r in rows), digits=1) in d.explanation.words

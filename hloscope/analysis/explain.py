@@ -66,8 +66,8 @@ LEVERS = (
 @dataclass(frozen=True)
 class Explanation(Encoded):
     mechanism: str | None
-    """`gradients_in_reductions`, `gradient_accumulators`, `saved_activations`,
-    `gathered_weights`, or None where the buffers do not say."""
+    """`gradients_in_reductions`, `gradient_accumulators`, `gradients_being_formed`,
+    `saved_activations`, `gathered_weights`, or None where the buffers do not say."""
     words: str
     """The mechanism, what the other side does instead, and the suspects ruled out."""
     lever: Lever | None
@@ -86,7 +86,7 @@ def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
             return "gradients_in_reductions"
         if place == "loop":
             return "gradient_accumulators"
-        return None
+        return "gradients_being_formed"
     return {"activations": "saved_activations", "gathered_parameters": "gathered_weights"}.get(role)
 
 
@@ -135,6 +135,10 @@ def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
                          "a micro-batch's gradients at a time")
     elif kind == "gradient_accumulators":
         words.append(f"{keeper} carries gradients across a loop (accumulators, {human_bytes(total, digits=1)})")
+    elif kind == "gradients_being_formed":
+        forming = sum(r.bytes for r in rows if r.held_in is None)
+        words.append(f"{keeper}'s peak falls while its backward pass forms gradients, before they are reduced or "
+                     f"accumulated ({human_bytes(forming, digits=1)})")
     elif kind == "saved_activations":
         words.append(f"{keeper} keeps more activations for the backward pass ({human_bytes(total, digits=1)})")
         if recompute and recompute[1] > recompute[0]:
