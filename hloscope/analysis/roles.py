@@ -179,8 +179,11 @@ class Roles:
         sources = self._sources(v, origin, chain)
         collective = _collective(origin)
         side = self._side(v)
-        moves = _moves(origin) if chain is None else chain[1]
-        if collective is not None or moves or (_keeps_elements(origin) if origin is inst else chain is not None):
+        if origin is inst:
+            moves, keeps = _moves(inst), _keeps_elements(inst)
+        else:  # an element of a multi-output fusion: a place only when its whole chain is one
+            moves, keeps = (chain[1], True) if chain is not None else (False, False)
+        if collective is not None or moves or keeps:
             held = self._merge(sources)
             if held == "inputs" and collective is None and not moves:
                 # A converted copy of the batch is what it is made for: a residual when the
