@@ -191,7 +191,7 @@ def _growth(module, baseline, growth: float) -> list[Violation]:
     allowed = int(old * (1 + growth))
     if new <= allowed:
         return []
-    result = diff(baseline, module, names=("the baseline", "This compilation"))
+    result = diff(baseline, module, names=("the baseline", "this compilation"))
     leading = "; ".join(f"{c.role or c.kind} {human_bytes(c.bytes, _EXACT_TO_GIB, sign=True, exact=True)}"
                         for c in result.causes[:3])
     return [Violation(module.name, "max-growth", "temp", allowed, new,
@@ -269,8 +269,12 @@ def budget_from_mapping(table: Mapping[str, Any], where: str = "budget") -> Budg
     for name in ("max_collectives", "expect_collectives"):
         if name in fields and not isinstance(fields[name], Mapping):
             raise BudgetError(f"{where}: {name.split('_')[0]} must be a table of kind = count")
+    try:
+        max_temp = parse_size(fields["max_temp"]) if fields.get("max_temp") is not None else None
+    except BudgetError as e:
+        raise BudgetError(f"{where}: max-temp: {e}") from None
     return Budget(
-        max_temp=parse_size(fields["max_temp"]) if fields.get("max_temp") is not None else None,
+        max_temp=max_temp,
         max_collectives=tuple(_kind_counts(fields.get("max_collectives"), f"{where}: max").items()),
         expect_collectives=tuple(_kind_counts(fields.get("expect_collectives"), f"{where}: expect").items()),
         dynamic=dynamic,
@@ -293,4 +297,4 @@ def load_budget(path: str) -> Budget:
         if os.path.basename(path) == "pyproject.toml" or "tool" in data or "project" in data:
             raise BudgetError(f"{path}: error: no [tool.hloscope] table")
         table = data
-    return budget_from_mapping(table, path)
+    return budget_from_mapping(table, f"{path}: error")

@@ -28,6 +28,7 @@ from typing import Any
 from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
 from .analysis.roles import ROLES
+from .wording import tidy_op_name
 
 DATA_FORMAT = 1
 """Version of the JSON the page carries; bumped when its shape changes."""
@@ -50,7 +51,8 @@ _TEMP_WORDS = {
 
 
 def timeline_data(result: MemoryAnalysis, title: str | None = None,
-                  by_role: dict[str, list[int]] | None = None) -> dict[str, Any]:
+                  by_role: dict[str, list[int]] | None = None,
+                  roles: dict[str, str] | None = None) -> dict[str, Any]:
     """What the page needs to draw one module's memory: figures, the timeline as stacked
     series (one per role when `by_role` is given: they add up to the timeline), what runs at
     each step, the peak and the buffers live there."""
@@ -83,7 +85,8 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
             "instruction": result.peak_at.get("instruction", ""),
             "bytes": timeline[at] if 0 <= at < len(timeline) else 0,
         },
-        "live_at_peak": [b.to_dict() for b in result.live_at_peak],
+        "live_at_peak": [{**b.to_dict(), **({"role": roles.get(b.instruction)} if roles else {})}
+                         for b in result.live_at_peak],
     }
 
 
@@ -102,15 +105,32 @@ def memory_page(results: MemoryAnalysis | Sequence[MemoryAnalysis], titles: Sequ
 
 def diff_page(result: DiffResult, titles: Sequence[str] = ("A", "B"),
               by_role: Sequence[dict[str, list[int]] | None] = (None, None)) -> str:
-    """The HTML page of `hloscope diff --html`: the one sentence, the causes that add up to
-    the gap, then A's and B's timelines one above the other on one byte scale."""
-    causes = [{"role": c.role or c.kind, "bytes": c.bytes, "a_bytes": c.a_bytes, "b_bytes": c.b_bytes,
-               "description": c.description} for c in result.causes]
-    modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0]),
-               timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1])]
+    """The HTML page of `hloscope diff --html`: everything the text diff says (the sentence,
+    the causes with their largest buffers, collective instructions, held gathers, the trade),
+    then A's and B's timelines one above the other on one byte scale, buffers with their roles."""
+    causes = [{"role": c.role or c.kind, "label": (c.role or c.label or c.kind).replace("_", " "), "bytes": c.bytes,
+               "a_bytes": c.a_bytes, "b_bytes": c.b_bytes, "description": c.description,
+               "instructions": {side: [{**r, "op_name": tidy_op_name(r["op_name"] or "") or None}
+                                       for r in c.instructions.get(side, ())] for side in ("a", "b")}}
+              for c in result.causes]
+    modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0], _roles_of(result.a)),
+               timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1], _roles_of(result.b))]
+    top = max([m["figures"]["temp_bytes"] for m in modules]
+              + [max(m_.timeline, default=0) for m_ in (result.a.memory, result.b.memory)])
+    recomputed = result.trade()
     payload = {"kind": "diff", "summary": result.summary, "causes": causes,
-               "delta_temp_bytes": result.delta_temp_bytes, "modules": modules}
+               "delta_temp_bytes": result.delta_temp_bytes, "modules": modules, "shared_top": top,
+               "collectives": [{"kind": k, **v} for k, v in result.collectives_delta().items()],
+               "held_gathers": {side: {"values": len(s_.gathers.held), "bytes_at_peak": s_.gathers.held_bytes_at_peak}
+                                for side, s_ in (("a", result.a), ("b", result.b))},
+               "trade": result.trade_sentence(),
+               "recomputed": {side: recomputed[side]["recomputed"][:5] for side in ("a", "b")} if recomputed else None}
     return _page("hloscope diff: " + " vs ".join(titles), payload)
+
+
+def _roles_of(side) -> dict[str, str]:
+    """Each buffer's role at the peak, by instruction name (`RolesAtPeak.buffers`)."""
+    return {b.instruction: b.role for b in side.roles.buffers} if side.roles is not None else {}
 
 
 def write_html(path: str | os.PathLike, text: str) -> None:
@@ -142,7 +162,8 @@ def write_html(path: str | os.PathLike, text: str) -> None:
 def _json_for_script(payload: dict[str, Any]) -> str:
     # Inside <script>, "</script>" or "<!--" in a name or op_name would end the element early;
     # escaped, the JSON parser reads the same characters back.
-    text = json.dumps({"format": DATA_FORMAT, **payload}, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps({"format": DATA_FORMAT, "role_colors": ROLE_COLORS, **payload}, separators=(",", ":"),
+                      ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -183,14 +204,25 @@ _STYLE = r"""
 .cause-table tr.grew td:first-child { color: #b42318; }
 .cause-table tr.shrank td:first-child { color: #067647; }
 .cause-table tr.total td { font-weight: 600; border-bottom: none; }
+.buffer-table, .collective-table { border-collapse: collapse; margin: 4px 0 12px; font-size: 13px; }
+.buffer-table th, .buffer-table td, .collective-table th, .collective-table td {
+  border-bottom: 1px solid var(--line); padding: 3px 10px; text-align: left; vertical-align: top; }
+.buffer-table td.num, .collective-table td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.ident { white-space: nowrap; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+td.trail { color: var(--muted); font-size: 12px; overflow-wrap: anywhere; }
+.causes span.sw, .buf span.sw { display: inline-block; width: 12px; height: 10px; margin-right: 6px;
+  vertical-align: -1px; border-radius: 2px; }
+.buffers.with-roles .buf { grid-template-columns: minmax(120px, 28%) 150px 1fr 160px; }
+.buf .role { color: var(--muted); white-space: nowrap; }
+p.held, p.trade { margin: 6px 0; }
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d5dae3; --bg: #ffffff; --panel: #f6f8fb;
         --series0: #6f9ad8; --series0-min: #2f558f; --peak: #c62828; --pack: #7a4fb5; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
        color: var(--ink); background: var(--bg); }
 header { padding: 14px 24px 6px; border-bottom: 1px solid var(--line); }
-h1 { font-size: 18px; margin: 0 0 6px; font-weight: 600; word-break: break-all; }
-h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; word-break: break-all; }
+h1 { font-size: 18px; margin: 0 0 6px; font-weight: 600; overflow-wrap: break-word; }
+h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; overflow-wrap: break-word; }
 h3 { font-size: 14px; margin: 18px 0 6px; font-weight: 600; }
 main { padding: 8px 24px 40px; }
 section.module { margin-top: 14px; }
@@ -384,6 +416,8 @@ _SCRIPT = r"""
       // the packed allocation line, which sits at or above the highest point.
       let top = visibleMax;
       if (full) for (const line of this.opts.lines || []) top = Math.max(top, line.bytes);
+      // A diff draws A and B on one scale: the higher of the two sets both.
+      if (full && this.opts.top) top = Math.max(top, this.opts.top);
       const ticks = byteTicks(Math.max(top * 1.12, 1), 5);
       this.yTop = ticks[ticks.length - 1] >= top * 1.05 ? ticks[ticks.length - 1] : top * 1.12;
 
@@ -401,7 +435,7 @@ _SCRIPT = r"""
       svg.appendChild(sv("line", {class: "axis", x1: m.left, x2: m.left + this.plotW, y1: m.top + this.plotH, y2: m.top + this.plotH}));
       svg.appendChild(sv("line", {class: "axis", x1: m.left, x2: m.left, y1: m.top, y2: m.top + this.plotH}));
       svg.appendChild(sv("text", {class: "axis-title x-title", x: m.left + this.plotW / 2, y: height - 6, "text-anchor": "middle"},
-        `schedule step (steps ${fmtInt(this.lo)}–${fmtInt(this.hi - 1)} of ${fmtInt(this.length)})`));
+        `schedule position (${fmtInt(this.lo)}–${fmtInt(this.hi - 1)} of ${fmtInt(this.length)})`));
       svg.appendChild(sv("text", {class: "axis-title", transform: `translate(14 ${m.top + this.plotH / 2}) rotate(-90)`,
         "text-anchor": "middle"}, "live temp bytes"));
 
@@ -413,6 +447,7 @@ _SCRIPT = r"""
       svg.appendChild(this.brush);
       svg.dataset.lo = this.lo; svg.dataset.hi = this.hi;
       svg.dataset.left = m.left; svg.dataset.plotWidth = this.plotW; svg.dataset.buckets = this.env.buckets;
+      svg.dataset.yTop = this.yTop;
     }
 
     // Each layer's band per bucket: its max as the light area, its min as the dark one, so a
@@ -441,21 +476,32 @@ _SCRIPT = r"""
       const m = this.margin, svg = this.svg;
       const p = this.opts.peak, peakShown = p && p.index >= this.lo && p.index < this.hi;
       const peakRight = peakShown && this.x(p.index + 0.5) > m.left + this.plotW * 0.6;
+      const lineLabels = [];
       for (const line of this.opts.lines || []) {
         if (line.bytes > this.yTop) continue;
         const y = this.y(line.bytes);
-        // Labelled on the side the peak's label does not reach, so the two never overlap.
+        // Labelled on the side the peak's label does not reach; moved below the line where
+        // the peak's label still crosses it (checked once both are drawn).
         const atLeft = peakShown && !peakRight;
         svg.appendChild(sv("line", {class: line.cls, x1: m.left, x2: m.left + this.plotW, y1: y, y2: y}));
-        svg.appendChild(sv("text", {class: line.cls.replace("line", "label"), x: atLeft ? m.left + 6 : m.left + this.plotW - 4,
-          y: y - 5, "text-anchor": atLeft ? "start" : "end"}, `${line.label} ${fmtBytes(line.bytes)}`));
+        const text = sv("text", {class: line.cls.replace("line", "label"), x: atLeft ? m.left + 6 : m.left + this.plotW - 4,
+          y: y - 5, "text-anchor": atLeft ? "start" : "end"}, `${line.label} ${fmtBytes(line.bytes)}`);
+        svg.appendChild(text);
+        lineLabels.push([text, y]);
       }
       if (!peakShown) return;
       const x = this.x(p.index + 0.5), y = this.y(this.total[p.index]);
       svg.appendChild(sv("line", {class: "peak-line", x1: x, x2: x, y1: y, y2: m.top + this.plotH}));
       const label = sv("text", {class: "peak-label", x: peakRight ? x - 10 : x + 10, y: Math.max(m.top - 8, y - 10),
-        "text-anchor": peakRight ? "end" : "start"}, `peak ${fmtBytes(this.total[p.index])} at step ${fmtInt(p.index)}: ${p.instruction}`);
+        "text-anchor": peakRight ? "end" : "start"}, `peak ${fmtBytes(this.total[p.index])} at position ${fmtInt(p.index)}: ${p.instruction}`);
       svg.appendChild(label);
+      const box = label.getBBox();
+      for (const [text, y] of lineLabels) {
+        const other = text.getBBox();
+        const crosses = box.x < other.x + other.width && other.x < box.x + box.width &&
+                        box.y < other.y + other.height && other.y < box.y + box.height;
+        if (crosses) text.setAttribute("y", y + 14);
+      }
       const marker = sv("circle", {class: "peak-marker", cx: x, cy: y, r: 5.5, "data-step": p.index});
       svg.appendChild(marker);
     }
@@ -476,12 +522,12 @@ _SCRIPT = r"""
       else i = this.env.argmax[c];
       rows = this.hoverRows(i);
       const a = this.env.starts[c], b = this.env.starts[c + 1] - 1;
-      if (!onPeak && b > a) rows.push(["this pixel", `steps ${fmtInt(a)}–${fmtInt(b)}; lowest ${fmtBytes(this.env.mins[c])}`]);
+      if (!onPeak && b > a) rows.push(["this pixel", `positions ${fmtInt(a)}–${fmtInt(b)}; lowest ${fmtBytes(this.env.mins[c])}`]);
       const isPeak = this.opts.peak && i === this.opts.peak.index;
       const x = this.x(i + 0.5);
       this.cursor.setAttribute("x1", x); this.cursor.setAttribute("x2", x);
       this.cursor.setAttribute("visibility", "visible");
-      showTip(ev.clientX, ev.clientY, `${isPeak ? "PEAK · " : ""}step ${fmtInt(i)}: ${this.stepName(i)}`, rows);
+      showTip(ev.clientX, ev.clientY, `${isPeak ? "PEAK · " : ""}position ${fmtInt(i)}: ${this.stepName(i)}`, rows);
     }
     leave() { this.cursor && this.cursor.setAttribute("visibility", "hidden"); hideTip(); }
 
@@ -526,16 +572,17 @@ _SCRIPT = r"""
   function bufferRows(b, peak) {
     return [["bytes", `${fmtBytes(b.bytes)} (${fmtInt(b.bytes)} B)`], ["shape", b.shape],
             ["op_name", b.op_name || "—"], ["source", b.source || "—"],
-            ["live at", `step ${fmtInt(peak.index)} (${peak.instruction}), the peak`]];
+            ["role", b.role ? b.role.replace(/_/g, " ") : "—"],
+            ["live at", `position ${fmtInt(peak.index)} of the schedule (${peak.instruction}), the peak`]];
   }
 
-  function memorySection(mod, index) {
+  function memorySection(mod, index, sharedTop) {
     const sec = el("section", {class: "module", id: `module-${index}`});
     sec.appendChild(el("h2", {}, mod.title === mod.name ? mod.name : `${mod.name} — ${mod.title}`));
     const f = mod.figures, figs = el("div", {class: "figures"});
     const temp = mod.temp;
     figs.appendChild(figure(temp.key, f.temp_bytes, temp.card));
-    figs.appendChild(figure("max live temp", f.temp_max_live_bytes, `at step ${fmtInt(mod.peak.index)}`));
+    figs.appendChild(figure("max live temp", f.temp_max_live_bytes, `at position ${fmtInt(mod.peak.index)}`));
     figs.appendChild(figure("arguments", f.argument_bytes));
     figs.appendChild(figure("outputs", f.output_bytes));
     figs.appendChild(figure("aliased", f.alias_bytes));
@@ -545,18 +592,18 @@ _SCRIPT = r"""
     for (const note of mod.notes || []) sec.appendChild(el("p", {class: "note"}, note));
 
     const controls = el("div", {class: "controls"});
-    const from = el("input", {type: "number", min: 0, step: 1, "aria-label": "first step", class: "from"});
-    const to = el("input", {type: "number", min: 0, step: 1, "aria-label": "last step", class: "to"});
-    const reset = el("button", {type: "button", class: "reset"}, "all steps");
+    const from = el("input", {type: "number", min: 0, step: 1, "aria-label": "first position", class: "from"});
+    const to = el("input", {type: "number", min: 0, step: 1, "aria-label": "last position", class: "to"});
+    const reset = el("button", {type: "button", class: "reset"}, "whole schedule");
     const peakBtn = el("button", {type: "button", class: "zoom-peak"}, "around the peak");
-    controls.append("steps", from, "to", to, reset, peakBtn,
-                    el("span", {}, "· drag across the chart to zoom, double-click for all steps"));
+    controls.append("schedule positions", from, "to", to, reset, peakBtn,
+                    el("span", {}, "· drag across the chart to zoom, double-click for the whole schedule"));
     sec.appendChild(controls);
 
     const chart = el("div", {class: "chart"});
     sec.appendChild(chart);
     const lines = f.temp_bytes > 0 ? [{bytes: f.temp_bytes, label: temp.line, cls: "pack-line"}] : [];
-    const tl = new Timeline(chart, mod.series, mod.steps, {peak: mod.peak, lines});
+    const tl = new Timeline(chart, mod.series, mod.steps, {peak: mod.peak, lines, top: sharedTop});
     const lowest = el("span"), seriesNotes = [];
     tl.onRange = (lo, hi) => {
       from.value = lo; to.value = hi - 1;
@@ -601,7 +648,7 @@ _SCRIPT = r"""
 
     const bufs = mod.live_at_peak, sum = bufs.reduce((a, b) => a + b.bytes, 0);
     const head = el("div", {class: "buffers-head"});
-    head.appendChild(el("h3", {}, `Buffers live at the peak (step ${fmtInt(mod.peak.index)}: ${mod.peak.instruction}) — ` +
+    head.appendChild(el("h3", {}, `Buffers live at the peak (position ${fmtInt(mod.peak.index)}: ${mod.peak.instruction}) — ` +
                                `${fmtInt(bufs.length)} buffers, ${fmtBytes(sum)}`));
     const filter = el("input", {type: "search", placeholder: "filter: instruction, shape, op_name, source", "aria-label": "filter buffers"});
     head.appendChild(filter);
@@ -610,6 +657,8 @@ _SCRIPT = r"""
     const details = el("div", {class: "details"});
     details.appendChild(el("span", {class: "muted"}, "Click a buffer to keep its details here."));
     const top = bufs.length ? bufs[0].bytes : 1;
+    const hasRoles = bufs.some(b => "role" in b);
+    if (hasRoles) list.classList.add("with-roles");
     // Rows are made as the list scrolls, a page at a time: thousands of buffers can be live at
     // the peak of a large module, and laying them all out at once would delay the first paint.
     const PAGE = 200;
@@ -625,6 +674,12 @@ _SCRIPT = r"""
         bytes.append(fmtBytes(b.bytes));
         row.appendChild(bytes);
         row.appendChild(el("span", {class: "shape"}, b.shape));
+        if (hasRoles) {
+          const role = el("span", {class: "role"});
+          role.appendChild(el("span", {class: "sw", style: `background: ${ROLE_COLORS[b.role] || "var(--series0)"}`}));
+          role.append(b.role ? b.role.replace(/_/g, " ") : "—");
+          row.appendChild(role);
+        }
         frag.appendChild(row);
       }
       made = Math.min(shown.length, made + PAGE);
@@ -659,7 +714,7 @@ _SCRIPT = r"""
       const q = filter.value.toLowerCase();
       show(bufs.map((_, i) => i).filter(i => {
         const b = bufs[i];
-        return q === "" || `${b.instruction} ${b.shape} ${b.op_name || ""} ${b.source || ""}`.toLowerCase().includes(q);
+        return q === "" || `${b.instruction} ${b.shape} ${b.op_name || ""} ${b.source || ""} ${b.role || ""}`.toLowerCase().includes(q);
       }));
     });
     if (!bufs.length) list.appendChild(el("div", {class: "buf muted"}, "No temp buffer is live at the peak."));
@@ -667,37 +722,87 @@ _SCRIPT = r"""
     return {sec, tl};
   }
 
-  // The diff's sentence and its causes, which add up to the gap in temp bytes.
+  // The diff's sentence and its causes, which add up to the gap in temp bytes; then what the
+  // text diff says besides: each cause's largest buffers, collective instructions, held
+  // gathers and the trade.
   function causesSection(data) {
     const sec = el("section", {class: "causes", id: "causes"});
     sec.appendChild(el("h2", {class: "summary"}, data.summary));
-    const table = el("table", {class: "cause-table"});
-    const head = el("tr");
-    for (const h of ["change (B − A)", "A", "B", "cause", "what"]) head.appendChild(el("th", {}, h));
-    table.appendChild(head);
     const signed = n => (n > 0 ? "+" : n < 0 ? "−" : "±") + fmtBytes(Math.abs(n));
-    for (const c of data.causes) {
+    const table = (cls, headers, rows) => {
+      const t = el("table", {class: cls});
+      const head = el("tr");
+      for (const h of headers) head.appendChild(el("th", {}, h));
+      t.appendChild(head);
+      for (const r of rows) t.appendChild(r);
+      return t;
+    };
+    const swatch = role => el("span", {class: "sw", style: `background: ${ROLE_COLORS[role] || "var(--series0)"}`});
+    const rows = data.causes.map(c => {
       const tr = el("tr", {class: c.bytes > 0 ? "grew" : "shrank"});
+      const cause = el("td", {class: "cause"});
+      cause.append(swatch(c.role), c.label);
       tr.append(el("td", {class: "num"}, signed(c.bytes)), el("td", {class: "num"}, fmtBytes(c.a_bytes)),
-                el("td", {class: "num"}, fmtBytes(c.b_bytes)), el("td", {}, c.role.replace(/_/g, " ")),
-                el("td", {}, c.description));
-      table.appendChild(tr);
-    }
+                el("td", {class: "num"}, fmtBytes(c.b_bytes)), cause, el("td", {}, c.description));
+      return tr;
+    });
     const total = el("tr", {class: "total"});
     total.append(el("td", {class: "num"}, signed(data.delta_temp_bytes)), el("td"), el("td"),
                  el("td", {}, "temp (sum)"), el("td", {}, "the causes add up to the gap"));
-    table.appendChild(total);
-    sec.appendChild(table);
+    rows.push(total);
+    sec.appendChild(table("cause-table", ["change (B − A)", "A", "B", "cause", "what"], rows));
+
+    const largest = data.causes.filter(c => c.instructions && (c.instructions.a.length || c.instructions.b.length));
+    if (largest.length) {
+      const box = el("div", {class: "largest", id: "largest"});
+      for (const c of largest) {
+        const h = el("h3");
+        h.append(swatch(c.role), `${c.label}: largest buffers at each peak`);
+        box.appendChild(h);
+        const trs = [];
+        for (const side of ["a", "b"]) for (const r of c.instructions[side].slice(0, 5)) {
+          const tr = el("tr");
+          tr.append(el("td", {}, side.toUpperCase()), el("td", {class: "num"}, fmtBytes(r.bytes)),
+                    el("td", {class: "ident"}, r.instruction), el("td", {class: "ident"}, r.matched || "—"),
+                    el("td", {class: "trail"}, r.op_name || ""), el("td", {class: "trail"}, r.source || ""));
+          trs.push(tr);
+        }
+        box.appendChild(table("buffer-table", ["side", "bytes", "instruction", "matches", "op_name", "source"], trs));
+      }
+      sec.appendChild(box);
+    }
+    if (data.collectives && data.collectives.length) {
+      const trs = data.collectives.map(v => {
+        const tr = el("tr");
+        const change = v.b - v.a;
+        tr.append(el("td", {}, v.kind), el("td", {class: "num"}, fmtInt(v.a)), el("td", {class: "num"}, fmtInt(v.b)),
+                  el("td", {class: "num"}, (change > 0 ? "+" : change < 0 ? "−" : "±") + fmtInt(Math.abs(change))),
+                  el("td", {class: "num"}, fmtBytes(v.a_bytes)), el("td", {class: "num"}, fmtBytes(v.b_bytes)));
+        return tr;
+      });
+      const h = el("h3", {}, "Collective instructions (count in the text; bytes of their results)");
+      sec.append(h, table("collective-table", ["kind", "A", "B", "change", "A bytes", "B bytes"], trs));
+    }
+    const g = data.held_gathers;
+    if (g) sec.appendChild(el("p", {class: "held"}, "Held all-gathered values (one all-gather instruction may return " +
+      `several): A ${fmtInt(g.a.values)} (${fmtBytes(g.a.bytes_at_peak)} live at its peak), ` +
+      `B ${fmtInt(g.b.values)} (${fmtBytes(g.b.bytes_at_peak)} live at its peak)`));
+    if (data.trade) sec.appendChild(el("p", {class: "trade"}, data.trade));
+    for (const side of ["a", "b"]) {
+      const r = data.recomputed && data.recomputed[side];
+      if (r && r.length) sec.appendChild(el("p", {class: "muted"}, `recomputed in ${side.toUpperCase()}: ${r.join(", ")}`));
+    }
     return sec;
   }
 
   const data = JSON.parse(document.getElementById("hloscope-data").textContent);
+  const ROLE_COLORS = data.role_colors || {};
   const report = document.getElementById("report");
   const timelines = [];
   if (data.kind === "diff") report.appendChild(causesSection(data));
   if (data.kind === "memory" || data.kind === "diff") {
     data.modules.forEach((mod, i) => {
-      const {sec, tl} = memorySection(mod, i);
+      const {sec, tl} = memorySection(mod, i, data.shared_top || 0);
       report.appendChild(sec);
       timelines.push(tl);
       tl.setRange(0, tl.length);

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import json
 import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -88,3 +95,31 @@ def needs_xla():
             raise
         pytest.skip("needs jaxlib for XLA's own answers")
     return xla_client
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def in_terminal(args, columns: int, check: bool = True) -> str:
+    """What `hloscope ARGS` prints on a terminal `columns` wide (stdout a pseudo-terminal,
+    without colour), as a person sees it."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "hloscope", *map(str, args)], stdin=subprocess.DEVNULL,
+                            stdout=follower, stderr=subprocess.DEVNULL, cwd=ROOT,
+                            env={**env, "TERM": "xterm", "NO_COLOR": "1"})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    code = proc.wait(timeout=300)
+    assert code == 0 or not check, args
+    os.close(leader)
+    return _ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n")

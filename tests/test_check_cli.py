@@ -208,6 +208,7 @@ def test_pyproject_without_tool_hloscope_is_exit_2(tmp_path):
     ("[max]\nall-gathr = 3\n", "unknown collective kind 'all-gathr'"),
     ("[max]\nall-gather = 'many'\n", "non-negative integer"),
     ("[max\n", "not valid TOML"),
+    ("max-temp = 'lots'\n", "max-temp: not a size: 'lots'"),
 ])
 def test_bad_budget_files_exit_2(tmp_path, body, fragment):
     path = tmp_path / "b.toml"
@@ -215,6 +216,7 @@ def test_bad_budget_files_exit_2(tmp_path, body, fragment):
     r = run("check", FIXTURE, "--budget", path)
     assert r.returncode == 2, r.stdout
     assert fragment in r.stderr
+    assert r.stderr.startswith(f"{path}: error: ")  # every message names the file
     assert "Traceback" not in r.stderr
 
 

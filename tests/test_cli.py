@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -95,3 +96,32 @@ def test_the_process_ends_after_its_output_and_background_writers(tmp_path):
                               timeout=60, check=False)
     assert (proc.returncode, out.read_text()) == (3, "printed")
     assert done.read_text() == "x"
+
+
+def test_help_lists_every_command_whole_with_the_main_job_first():
+    from hloscope.cli import COMMANDS
+
+    r = subprocess.run([sys.executable, "-m", "hloscope", "--help"], capture_output=True, text=True, cwd=ROOT,
+                       env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    listing = r.stdout.split("Commands:", 1)[1]
+    names = [line.split()[0] for line in listing.splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    assert names[0] == "diff" and sorted(names) == sorted(COMMANDS)
+    flat = " ".join(listing.split())
+    for name, (_, line) in COMMANDS.items():
+        assert line in flat, name  # whole, never cut with "..."
+    assert "..." not in listing
+
+
+def test_diffing_two_different_programs_warns(tmp_path):
+    small = tmp_path / "small.hlo"
+    small.write_text("HloModule jit__lambda, is_scheduled=true\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+                     "  %p = f32[8]{0} parameter(0)\n  ROOT %n = f32[8]{0} negate(%p)\n}\n")
+    module = ROOT / "fixtures" / "cpu_hsdp_accum2" / "module.hlo.txt"
+    r = subprocess.run([sys.executable, "-m", "hloscope", "diff", str(small), str(module)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "warning: A is module jit__lambda and B is module jit_train_step" in r.stderr
+    same = subprocess.run([sys.executable, "-m", "hloscope", "diff", str(module), str(module)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert same.returncode == 0 and "warning" not in same.stderr

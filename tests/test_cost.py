@@ -748,3 +748,29 @@ def test_cost_cli_text_labels_the_estimate_and_rejects_an_unknown_target():
     assert "roofline ESTIMATE on h100" in r.stdout and "XLA's convention" in r.stdout
     bad = _run("cost", path, "--target", "abacus")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize(("dtype", "precision", "arithmetic", "peaks"), [
+    ("float32", None, "f32", {"h100": 494.7e12, "tpu-v5e": 197e12}),
+    ("float32", "HIGH", "f32/high", {"h100": 494.7e12, "tpu-v5e": 197e12 / 3}),
+    ("float32", "HIGHEST", "f32/highest", {"h100": 66.9e12, "tpu-v5e": 197e12 / 6}),
+    ("int8", None, "s8", {"h100": 1979e12, "tpu-v5e": 394e12}),
+])
+def test_the_roofline_prices_each_dot_at_the_peak_of_its_arithmetic(dtype, precision, arithmetic, peaks):
+    """An f32 step is not priced at the bf16 tensor peak: a dot's FLOPs (XLA's) go at the
+    published peak of what it computes in, its precision included (TF32 on an H100 unless
+    HIGHEST asks for f32; 1, 3 or 6 bf16 passes on a TPU)."""
+    needs_xla()
+    import jax
+    import jax.numpy as jnp
+
+    x, y = jnp.ones((64, 128), dtype), jnp.ones((128, 32), dtype)
+    out = jnp.int32 if dtype == "int8" else None
+    compiled = jax.jit(lambda a, b: jnp.dot(a, b, precision=precision and getattr(jax.lax.Precision, precision),
+                                            preferred_element_type=out)).lower(x, y).compile()
+    flops = compiled.cost_analysis()["flops"]
+    cost = analyze_cost(hloscope.parse(compiled.as_text()))
+    assert cost.matmul_flops == {arithmetic: flops}
+    for target, peak in peaks.items():
+        assert roofline(cost, target).compute_seconds == pytest.approx(flops / peak, rel=1e-12)

@@ -385,4 +385,4 @@ def test_cli_json_is_the_contract(tmp_path):
             "source", "parameter", "origin"} <= set(first)
     assert mod["held_bytes"] == sum(h["bytes"] for h in mod["held_all_gathers"])
     res = CliRunner().invoke(cli, ["gathers", str(path)])
-    assert res.exit_code == 0 and "held all-gathers" in res.output
+    assert res.exit_code == 0 and "held all-gathered values" in res.output

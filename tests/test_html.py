@@ -240,7 +240,7 @@ def test_fixture_page_in_chromium(browser, tmp_path):
 
     marker.hover()
     tip = opened.tooltip()
-    assert f"step {at:,}: {r.peak_at['instruction']}" in tip
+    assert f"position {at:,}: {r.peak_at['instruction']}" in tip
     assert f"({r.timeline[at]:,} B)" in tip
     assert r.timeline[at] == r.temp_max_live_bytes
 
@@ -287,7 +287,7 @@ def test_small_module_hover_zoom_and_escaping(browser, tmp_path):
     for step in range(len(r.steps)):
         opened.hover_step(step)
         tip = opened.tooltip()
-        assert f"step {step:,}: {r.steps[step]}" in tip, tip
+        assert f"position {step:,}: {r.steps[step]}" in tip, tip
         assert f"({r.timeline[step]:,} B)" in tip, tip
 
     # op_name with "</script>" arrives as text.
@@ -300,9 +300,9 @@ def test_small_module_hover_zoom_and_escaping(browser, tmp_path):
     page.fill("#module-0 input.to", "5")
     page.press("#module-0 input.to", "Enter")
     assert (opened.chart()["lo"], opened.chart()["hi"]) == ("2", "6")
-    assert "steps 2–5 of" in page.text_content("#module-0 .chart .x-title")
+    assert "position (2–5 of" in page.text_content("#module-0 .chart .x-title")
     opened.hover_step(3)
-    assert f"step 3: {r.steps[3]}" in opened.tooltip()
+    assert f"position 3: {r.steps[3]}" in opened.tooltip()
 
     svg = page.locator("#module-0 .chart svg").bounding_box()
     page.dblclick("#module-0 .chart svg")
@@ -340,7 +340,7 @@ def test_a_long_schedule_is_drawn_per_pixel_with_the_peak_exact(browser, tmp_pat
     assert min(float(y) for _, y in points) == pytest.approx(cy, abs=0.06)
     page.locator("#module-0 .peak-marker").hover()
     tip = opened.tooltip()
-    assert f"step {r.peak_at['index']:,}: {r.peak_at['instruction']}" in tip
+    assert f"position {r.peak_at['index']:,}: {r.peak_at['instruction']}" in tip
     assert f"({max(r.timeline):,} B)" in tip
 
     # Zoomed to fewer steps than pixels, each step is drawn on its own again.
@@ -386,7 +386,7 @@ def test_diff_page_in_chromium(browser, tmp_path):
     assert_clean(opened)
     page = opened.page
     assert page.text_content("#causes h2") == result.summary
-    rows = page.locator("#causes tr")
+    rows = page.locator("#causes .cause-table tr")
     assert rows.count() == len(result.causes) + 2  # header and sum
     for n, side in enumerate((result.a, result.b)):
         marker = page.locator(f"#module-{n} .peak-marker")
@@ -398,3 +398,52 @@ def test_diff_page_in_chromium(browser, tmp_path):
         assert top_role.replace("_", " ") in tip
         page.mouse.move(0, 0)
     save_screenshot(opened, tmp_path / "diff.png")
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_the_diff_page_says_all_the_text_says(browser, tmp_path, width):
+    """`hloscope diff --html` carries what the text diff says (each cause's largest buffers,
+    collective instructions, held gathers, the trade), draws A and B on one byte scale, gives
+    each buffer its role, keeps the peak's label off the allocation's, and says where it wrote."""
+    a, b = (FIXTURES / n / "module.hlo.txt.gz" for n in ("gpu_hsdp_optgrads_accum1", "gpu_hsdp_optgrads_accum2"))
+    path = tmp_path / "diff.html"
+    run = subprocess.run([sys.executable, "-m", "hloscope", "diff", str(a), str(b), "--html", str(path)],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    assert run.returncode == 0, run.stderr
+    assert f"wrote {path}" in run.stderr
+    result = hloscope.diff(hloscope.load(a), hloscope.load(b))
+    opened = Opened(browser, path)
+    page = opened.page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.wait_for_timeout(300)  # the charts redraw for the new width
+    assert_clean(opened)
+    text = page.inner_text("#causes")
+    role_causes = [c for c in result.causes if c.kind == "role" and (c.instructions["a"] or c.instructions["b"])]
+    assert page.locator("#largest h3").count() == len(role_causes)
+    for c in role_causes:
+        for r in c.instructions["a"][:5] + c.instructions["b"][:5]:
+            assert r["instruction"] in text
+    collectives = result.collectives_delta()
+    assert page.locator(".collective-table tr").count() == len(collectives) + 1
+    for kind, v in collectives.items():
+        row = page.locator(".collective-table tr", has_text=kind).first.inner_text()
+        assert f"{v['a']}\t{v['b']}" in row  # counts, not bytes
+    assert result.trade_sentence() in text
+    assert f"A {len(result.a.gathers.held)} (" in text and f"B {len(result.b.gathers.held)} (" in text
+    # One byte scale for both timelines: the higher side's.
+    tops = [float(opened.chart(n)["yTop"]) for n in (0, 1)]
+    assert tops[0] == tops[1] > max(max(result.a.memory.timeline), max(result.b.memory.timeline))
+    # Each buffer at the peak names its role, as the roles analysis has it.
+    roles = {r.instruction: r.role for r in result.b.roles.buffers}
+    first = page.locator("#module-1 .buf").first
+    name = first.locator(".name").inner_text()
+    assert first.locator(".role").inner_text().strip() == roles[name].replace("_", " ")
+    # The peak's label and the allocation line's label never overlap.
+    for n in (0, 1):
+        boxes = page.eval_on_selector(f"#module-{n} .chart svg", """s => [".peak-label", ".pack-label"].map(
+            c => { const e = s.querySelector(c); if (!e) return null; const b = e.getBBox();
+                   return [b.x, b.y, b.width, b.height]; })""")
+        if None not in boxes:
+            (x1, y1, w1, h1), (x2, y2, w2, h2) = boxes
+            assert not (x1 < x2 + w2 and x2 < x1 + w1 and y1 < y2 + h2 and y2 < y1 + h1), boxes
+    save_screenshot(opened, tmp_path / f"diff-{width}.png")

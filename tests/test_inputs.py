@@ -203,12 +203,23 @@ def test_dump_glob_passes_over_side_files(tmp_path):
     make_dump(dump, FIXTURE)
     files = sorted(dump.glob("*.txt"))
     assert any(f.name.endswith("-buffer-assignment.txt") for f in files)
+    assert any(f.name.endswith(".before_optimizations.txt") for f in files)
     r = run("count-collectives", *files, "--json")
     assert r.returncode == 0, r.stderr.decode()
     names = [m["name"] for m in json.loads(r.stdout)["modules"]]
-    assert sorted(names) == ["jit_convert_element_type", "jit_convert_element_type", "jit_train_step"]
+    # The module before optimizations is passed over too: the devices never run it.
+    assert sorted(names) == ["jit_convert_element_type", "jit_train_step"]
     err = r.stderr.decode()
-    assert "passed over 2 files" in err and "before XLA's optimizations" in err
+    assert "passed over 2 files" in err and "passed over 1 module before XLA's optimizations" in err
+    # `memory dump/*.txt`, the README's example, reads every optimized module.
+    r = run("memory", *files, "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    assert sorted(m["name"] for m in json.loads(r.stdout)["modules"]) == sorted(names)
+    # Only modules before optimizations: the error says what to give instead.
+    before = [f for f in files if f.name.endswith(".before_optimizations.txt")]
+    (copy := dump / "module_9999.jit_other.before_optimizations.txt").write_text(before[0].read_text())
+    err = bad("memory", *before, copy)
+    assert "only modules before XLA's optimizations" in err and "after_optimizations" in err
 
 
 def test_directory_without_a_dump(tmp_path):
@@ -313,4 +324,9 @@ def test_dump_side_files_say_what_they_are(tmp_path):
 
 def test_missing_file_and_stdin_twice(tmp_path):
     assert bad("stats", tmp_path / "absent.hlo").startswith(f"{tmp_path / 'absent.hlo'}: error: no such file")
+    # A name whose gzipped file exists gets a hint, from the command line and the API alike.
+    (tmp_path / "step.hlo.gz").write_bytes(gzip.compress(MODULE.read_bytes()))
+    assert "step.hlo.gz is: did you mean it?" in bad("stats", tmp_path / "step.hlo")
+    with pytest.raises(hloscope.InputError, match=r"step\.hlo\.gz is: did you mean it"):
+        hloscope.load(tmp_path / "step.hlo")
     assert "only once" in bad("stats", "-", "-", input_bytes=b"")

@@ -19,7 +19,7 @@ import hloscope
 from hloscope.analysis.callgraph import CallGraph, inferred_trip_count, trip_count
 from hloscope.report import shorten_middle
 
-from .conftest import FIXTURES, ROOT, fixture_dirs, fixture_ids, needs_xla
+from .conftest import FIXTURES, ROOT, fixture_dirs, fixture_ids, in_terminal, needs_xla
 
 MODULE = FIXTURES / "cpu_hsdp_accum2" / "module.hlo.txt"
 SCAN = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
@@ -32,7 +32,10 @@ def run(*args, env=None, input_bytes=None):
 
 
 def text_of(*args, columns=None):
-    r = run(*args, env={"COLUMNS": str(columns)} if columns else None)
+    """What the command prints into a pipe, or with `columns` on a terminal that wide."""
+    if columns:
+        return in_terminal(args, columns)
+    r = run(*args)
     assert r.returncode == 0, r.stderr.decode()
     return r.stdout.decode()
 

@@ -377,3 +377,30 @@ def test_a_process_with_other_threads_does_not_fork(tmp_path):
                          capture_output=True, text=True, timeout=300, check=True)
     assert run.stdout.splitlines()[0] == "does not fork"
     assert "fork" not in run.stderr, run.stderr  # JAX's "os.fork() was called" warning
+
+
+def test_a_fork_in_one_thread_says_nothing_of_jax():
+    """JAX's at-fork hook warns of every fork once it has a backend, threads or not; hloscope
+    forks only a process that holds one thread, so that warning is noise it keeps out of the
+    user's run. (Importing jaxlib starts threads, so the child here installs a hook that warns
+    as JAX's does, checked against JAX's source.)"""
+    import inspect
+    import subprocess
+    import sys
+
+    from jax._src import xla_bridge
+
+    message = "os.fork() was called. os.fork() is incompatible with multithreaded code, "
+    assert message in inspect.getsource(xla_bridge._at_fork)
+    script = (
+        "import os, warnings\n"
+        f"os.register_at_fork(before=lambda: warnings.warn({message!r}, RuntimeWarning, stacklevel=2))\n"
+        "from hloscope.speed import runtime\n"
+        "assert len(os.listdir('/proc/self/task')) == 1\n"
+        "child = runtime.in_child_sending(lambda send: send('done'))\n"
+        "assert child is not None and child.receive() == 'done'\n"
+    )
+    r = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", script], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "HLOSCOPE_JOBS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert "os.fork() was called" not in r.stderr  # a hook's exception is printed, not raised

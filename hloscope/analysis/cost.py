@@ -22,7 +22,7 @@ from .callgraph import CallGraph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Facts
 from .fusion_bytes import fusion_bytes
-from .op_cost import ZERO, Counts, price
+from .op_cost import ZERO, Counts, matmul_arithmetic, matmul_flops, price
 from .sides import REMAT_SEGMENT, XLA_REMAT_NAME, recomputes
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
@@ -138,6 +138,10 @@ class CostResult(Encoded):
     opaque: int = field(metadata=as_json(key="opaque_custom_calls"))
     """Custom-calls the step runs, whose cost is unknown (not counted)."""
     loops: tuple[LoopCost, ...]
+    matmul_flops: dict[str, int] = field(hash=False, metadata=as_json(after="recompute_flops"))
+    """Of `flops`, those of dots and convolutions (fused ones included), by the arithmetic they
+    compute in (`op_cost.matmul_arithmetic`: `bf16`, `f32`, `f32/highest`, an algorithm): a
+    target's peak depends on it."""
     instructions: tuple[InstructionCost, ...] = field(metadata=as_json(omit=True))
     """Every instruction with a cost, of the computations the schedule runs, in their order
     (the JSON lists the `top` ones and those `recomputed`)."""
@@ -374,6 +378,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         wire_by_kind[c.kind] += round(c.bytes * share) * n
 
     coster = _Coster(collective_bytes, facts)
+    matmuls: dict[str, int] = {}
     units: list[InstructionCost] = []
     total = ZERO
     loops: list[LoopCost] = []
@@ -385,6 +390,10 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
                 loops.append(LoopCost(inst.name, comp.name, graph.trip_count(inst), n,
                                       coster.instruction(inst).flops))
             cost = coster.own(inst)
+            if cost.flops:
+                for dot in _matmuls(inst):
+                    kind = matmul_arithmetic(dot)
+                    matmuls[kind] = matmuls.get(kind, 0) + matmul_flops(dot) * n
             if replays.get(id(inst)) and not inst.op_name:
                 cost = cost.recomputed()
             total = total + cost.times(n).with_bytes(cost.bytes * n)
@@ -412,8 +421,19 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         unknown_trip_count=unknown,
         opaque=total.opaque,
         loops=tuple(loops),
+        matmul_flops=dict(sorted(matmuls.items(), key=lambda kv: -kv[1])),
         instructions=tuple(units),
     )
+
+
+def _matmuls(inst: Instruction):
+    """The dots and convolutions `inst` runs: itself, or those of the computations it fuses."""
+    if matmul_flops(inst):
+        yield inst
+    elif opinfo(inst.opcode).calls_kind == "fused":
+        for comp in inst.called_computations:
+            for fused in comp.instructions:
+                yield from _matmuls(fused)
 
 
 __all__ = [

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..encode import Encoded, as_json, extra
-from ..units import human_bytes
+from ..units import human_bytes, human_flops
 from . import backends
 from .collectives import COLLECTIVE_KINDS, CollectivesResult
 from .cost import CostResult
@@ -148,6 +148,28 @@ class DiffResult(Encoded):
                 "delta_bytes_accessed": b.bytes_accessed - a.bytes_accessed,
                 "delta_collective_bytes": b.collective_bytes - a.collective_bytes}
 
+    def trade_sentence(self) -> str | None:
+        """The price of the memory change in one line: `trade: B saves 3.6 MiB of temp and runs
+        +31% FLOPs (recomputing 2.1 GFLOP), +0% bytes accessed, +100% collective bytes per step
+        (× loop trip counts)`; None without costs."""
+        trade = self.trade()
+        if trade is None:
+            return None
+        a, b = trade["a"], trade["b"]
+        delta = self.delta_temp_bytes
+        verb = f"saves {human_bytes(-delta)} of temp" if delta < 0 else f"needs {human_bytes(delta)} more temp"
+        why = f" (recomputing {human_flops(b['recompute_flops'])})" if b["recompute_flops"] > a["recompute_flops"] else ""
+        return (f"trade: {self.names[1]} {verb} and runs {_percent(b['flops'], a['flops'])} FLOPs{why}, "
+                f"{_percent(b['bytes_accessed'], a['bytes_accessed'])} bytes accessed, "
+                f"{_percent(b['collective_bytes'], a['collective_bytes'])} collective bytes per step "
+                f"(× loop trip counts)")
+
+
+def _percent(new: int, old: int) -> str:
+    if old == 0:
+        return "n/a" if new == 0 else "new"
+    return f"{100 * (new - old) / old:+.0f}%"
+
 
 def _temp_rows(roles: RolesAtPeak, role: str) -> list:
     return [b for b in roles.buffers if b.where == "temp" and b.role == role]
@@ -249,6 +271,12 @@ def _human(n: float) -> str:
 
 
 def _summary(d: DiffResult) -> str:
+    """The diff's sentence, its first letter a capital whatever the sides are called."""
+    text = _sentence(d)
+    return text[:1].upper() + text[1:]
+
+
+def _sentence(d: DiffResult) -> str:
     delta = d.delta_temp_bytes
     base = d.a.memory.temp_bytes
     name_a, name_b = d.names

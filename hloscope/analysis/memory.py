@@ -86,6 +86,9 @@ class MemoryAnalysis(Encoded):
     static_bytes: int = field(default=0, metadata=as_json(omit=True))
     """`peak_bytes`' first part: the largest buffer of every argument, constant and output
     allocation."""
+    peak_covers_temp: bool = field(default=True, metadata=as_json(omit=True))
+    """Whether XLA's `peak_memory_in_bytes` counts the heap (temp) at all: not on CPU, where XLA
+    records no heap trace and the figure is `static_bytes` alone (below temp, by definition)."""
     notes: tuple[str, ...] = ()
     """What a figure leaves out, in a sentence each (TPU: what libtpu adds to temp)."""
     xla: dict[str, int] | None = field(default=None, metadata=as_json(omit_none=True))
@@ -711,5 +714,6 @@ def analyze_memory(module, platform: str | None = None, alignment: int | None = 
         other_memory_space_bytes={s: h.size for s, h in heaps.items() if s != 0},
         total_bytes=argument + output - alias + temp,
         static_bytes=model.static_bytes,
+        peak_covers_temp=model.backend.records_heap_trace,
         notes=tuple(notes),
     )

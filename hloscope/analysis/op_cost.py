@@ -176,6 +176,26 @@ def _dot(inst: Instruction, _: Pricer) -> Counts:
     return Counts(flops=_FMA_FLOPS * elements_in(inst.shape) * _contracted(inst), bytes=_default_bytes(inst))
 
 
+def matmul_flops(inst: Instruction) -> int:
+    """The FLOPs of one dot, ragged dot or convolution (0 for other ops), as their rules count them."""
+    rule = _MATMULS.get(inst.opcode)
+    return rule(inst, None).flops if rule is not None and inst.operands else 0  # type: ignore[arg-type]
+
+
+def matmul_arithmetic(inst: Instruction) -> str:
+    """What a matmul computes in, which sets its peak on a target (`hardware.Target.matmul_peak`):
+    its `algorithm=` when the text names one (`dot_bf16_bf16_f32_x6`), else its lhs element type,
+    for f32 with the precision asked (`f32`, `f32/high`, `f32/highest`)."""
+    algorithm = (inst.attributes.get("algorithm") or "").strip()
+    if algorithm.startswith("dot_"):
+        return algorithm
+    element = inst.operands[0].shape.element_type if inst.operands else "unknown"
+    if element != "f32":
+        return element
+    precision = (inst.attributes.get("operand_precision") or "").lower()
+    return "f32/highest" if "highest" in precision else "f32/high" if "high" in precision else "f32"
+
+
 def _ragged_dot(inst: Instruction, _: Pricer) -> Counts:
     # HloCostAnalysis::HandleRaggedDot removes one result dimension per rhs group dimension,
     # dimensions 0, 1, ... (not the group dimensions themselves): its count, reproduced.
@@ -251,6 +271,9 @@ def _valid_positions(w: dict[str, int], input_limit: int, kernel_limit: int, out
 
 def _convolution(inst: Instruction, _: Pricer) -> Counts:
     return Counts(flops=convolution_flops(inst), bytes=_default_bytes(inst))
+
+
+_MATMULS = {"dot": _dot, "ragged-dot": _ragged_dot, "convolution": _convolution}
 
 
 def _fft(inst: Instruction, _: Pricer) -> Counts:
@@ -551,4 +574,5 @@ def price(inst: Instruction, pricer: Pricer) -> Counts:
     return Counts(bytes=_default_bytes(inst), collective_bytes=pricer.collective(inst))
 
 
-__all__ = ["ZERO", "Counts", "Pricer", "convolution_flops", "elements_in", "first_elements_in", "price", "shape_size"]
+__all__ = ["ZERO", "Counts", "Pricer", "convolution_flops", "elements_in", "first_elements_in", "matmul_arithmetic",
+           "matmul_flops", "price", "shape_size"]

@@ -10,9 +10,10 @@ from .cost import CostResult
 from .hardware import TARGETS
 
 
-ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measurement: FLOPs at the dense bf16 "
-                 "peak, bytes accessed at the HBM bandwidth, collective wire bytes at half the published "
-                 "bidirectional interconnect bandwidth; the step takes at least the largest of the three")
+ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measurement: each matmul's FLOPs at the "
+                 "dense peak of its arithmetic (bf16, tf32 or f32 as its precision asks, int8, fp8), other FLOPs "
+                 "at the dense bf16 peak, bytes accessed at the HBM bandwidth, collective wire bytes at half the "
+                 "published bidirectional interconnect bandwidth; the step takes at least the largest of the three")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,9 @@ class Roofline(Encoded):
     serial_seconds: float
     """The three added: the time with no overlap at all."""
     source: str
+    compute_peaks: tuple[tuple[str, int, float, str], ...] = ()
+    """How the compute term was reached: (arithmetic, FLOPs, the peak used, what that peak is),
+    the matmuls' arithmetics first, then `other` (the rest of the FLOPs, at the bf16 peak)."""
     json_extra = (extra("estimate", lambda _: True, after="target"),
                   extra("note", lambda _: ESTIMATE_NOTE, after="estimate"))
 
@@ -39,15 +43,25 @@ def roofline(cost: CostResult, target: str) -> Roofline:
     t = TARGETS.get(target)
     if t is None:
         raise ValueError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+    peaks = []
+    for arithmetic, flops in cost.matmul_flops.items():
+        peak, what = t.matmul_peak(arithmetic)
+        peaks.append((arithmetic, flops, peak, what))
+    other = max(0, cost.flops - sum(cost.matmul_flops.values()))
+    if other:
+        peaks.append(("other", other, t.peak_flops, "bf16"))
+    by_peak: dict[float, int] = {}
+    for _, flops, peak, _ in peaks:
+        by_peak[peak] = by_peak.get(peak, 0) + flops
     terms = {
-        "compute": cost.flops / t.peak_flops,
+        "compute": sum(flops / peak for peak, flops in by_peak.items()),
         "memory": cost.bytes_accessed / t.hbm_bytes_per_second,
         "collective": cost.collective_wire_bytes / (t.interconnect_bytes_per_second / 2),
     }
     bound = max(terms, key=lambda k: terms[k])
     return Roofline(target=t.name, compute_seconds=terms["compute"], memory_seconds=terms["memory"],
                     collective_seconds=terms["collective"], seconds=terms[bound], bound=bound,
-                    serial_seconds=sum(terms.values()), source=t.source)
+                    serial_seconds=sum(terms.values()), source=t.source, compute_peaks=tuple(peaks))
 
 
 __all__ = ["ESTIMATE_NOTE", "Roofline", "roofline"]

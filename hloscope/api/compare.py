@@ -91,6 +91,11 @@ class Pairing(Generic[T]):
     only_b: tuple[str, ...]
     """Names of B's modules that A has none of."""
 
+    def unlike(self, name: Callable[[T], str] = lambda m: m.name) -> tuple[tuple[str, str], ...]:
+        """The pairs whose modules have different names (`jit__lambda` against `jit_step`):
+        likely two different programs, compared because each side held one."""
+        return tuple((name(x), name(y)) for x, y in self.pairs if name(x) != name(y))
+
 
 def pair_modules(a: Sequence[T], b: Sequence[T], name: Callable[[T], str] = lambda m: m.name) -> Pairing[T]:
     """Modules of A and B to compare (`hloscope diff`): the one of each, or, when a side holds

@@ -108,6 +108,8 @@ def read_bytes(path: str) -> bytes:
     except IsADirectoryError:
         raise InputError(name, "a directory without XLA dump modules") from None
     except FileNotFoundError:
+        if os.path.exists(path + ".gz"):
+            raise InputError(name, f"no such file (but {os.path.basename(path)}.gz is: did you mean it?)") from None
         raise InputError(name, "no such file") from None
     except OSError as e:
         raise InputError(name, f"cannot be read: {e.strerror or e}") from None
@@ -247,6 +249,7 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
     inputs: list[Input] = []
     notes: list[str] = []
     skipped: list[str] = []
+    unoptimized: list[str] = []
     if paths.count(STDIN) > 1:
         raise InputError(STDIN_NAME, "standard input (`-`) can be read only once")
     for path in paths:
@@ -254,9 +257,15 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
             inputs += _dump_inputs(path, pattern, notes)
             continue
         if path != STDIN and not os.path.exists(path):
+            if os.path.exists(path + ".gz"):
+                raise InputError(path, f"no such file or directory (but {os.path.basename(path)}.gz is: "
+                                 "did you mean it?)")
             raise InputError(path, "no such file or directory")
         if len(paths) > 1 and path != STDIN and AFTER_OPTIMIZATIONS[:-4] + "-" in os.path.basename(path):
             skipped.append(path)  # `*after_optimizations-buffer-assignment.txt` and its kin
+            continue
+        if len(paths) > 1 and path != STDIN and _before_optimizations(path):
+            unoptimized.append(path)
             continue
         beside = buffer_assignment_beside(path) if path.endswith((AFTER_OPTIMIZATIONS, AFTER_OPTIMIZATIONS + ".gz")) \
             else None
@@ -265,9 +274,28 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
         notes.append(f"passed over {len(skipped)} file{'s' if len(skipped) != 1 else ''} XLA dumps beside a "
                      f"module, which are not modules: {', '.join(os.path.basename(p) for p in skipped[:3])}"
                      + (", ..." if len(skipped) > 3 else ""))
+    if unoptimized:
+        notes.append(f"passed over {len(unoptimized)} module{'s' if len(unoptimized) != 1 else ''} before XLA's "
+                     f"optimizations (not partitioned or scheduled; hloscope reads the *{AFTER_OPTIMIZATIONS} "
+                     f"beside them): {', '.join(os.path.basename(p) for p in unoptimized[:3])}"
+                     + (", ..." if len(unoptimized) > 3 else ""))
     if not inputs:
+        if unoptimized:
+            raise InputError(paths[0] if len(paths) == 1 else ", ".join(paths),
+                             f"only modules before XLA's optimizations (*{BEFORE_OPTIMIZATIONS}); give the "
+                             f"*{AFTER_OPTIMIZATIONS} files of the dump, or `jax.jit(f).lower(*args).compile()"
+                             ".as_text()`")
         raise InputError(paths[0] if len(paths) == 1 else ", ".join(paths), "no HLO module among these files")
     return Resolved(tuple(inputs), tuple(notes))
+
+
+BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
+
+
+def _before_optimizations(path: str) -> bool:
+    """Whether `path` is a dump's module before XLA's optimizations (`*.before_optimizations.txt`),
+    which the devices never run."""
+    return os.path.basename(path).endswith((BEFORE_OPTIMIZATIONS, BEFORE_OPTIMIZATIONS + ".gz"))
 
 
 _ROUGHLY = {"KiB": 0, "MiB": 0, "GiB": 1}

@@ -149,8 +149,8 @@ class Module(ir.Module):
 
     def roles(self, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
         """What the device holds at the memory peak, by role: parameters, optimizer state,
-        inputs, gathered parameters, gradients, activations, collective buffers, loop state,
-        temporaries, unknown (hloscope.analysis.roles)."""
+        inputs, gathered parameters, gradients, activations, temporaries, unknown
+        (hloscope.analysis.roles)."""
         return _roles(self, platform, alignment)
 
     def role_timelines(self, platform: str | None = None, alignment: int | None = None) -> dict[str, list[int]]:

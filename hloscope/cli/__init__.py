@@ -22,16 +22,25 @@ from .. import __version__
 from ..speed.runtime import wait_for_background
 from ..errors import HloscopeError
 
-# name → "module:attribute" of the click command.
-COMMANDS: dict[str, str] = {
-    "stats": "hloscope.cli.commands.stats:stats",
-    "export": "hloscope.cli.commands.export:export",
-    "count-collectives": "hloscope.cli.commands.collectives:count_collectives",
-    "check": "hloscope.cli.commands.check:check",
-    "memory": "hloscope.cli.commands.memory:memory",
-    "gathers": "hloscope.cli.commands.gathers:gathers",
-    "diff": "hloscope.cli.commands.diff:diff",
-    "cost": "hloscope.cli.commands.cost:cost",
+# name → ("module:attribute" of the click command, its line in `hloscope --help`), the main
+# job first. The lines live here so that `--help` imports no command.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "diff": ("hloscope.cli.commands.diff:diff",
+             "Why B needs more or less memory than A: the gap by cause, the mechanism, a lever."),
+    "memory": ("hloscope.cli.commands.memory:memory",
+               "Memory figures as memory_analysis() names them, the peak and the buffers live there."),
+    "gathers": ("hloscope.cli.commands.gathers:gathers",
+                "All-gathered values held from forward into backward (or hoisted out of a loop)."),
+    "count-collectives": ("hloscope.cli.commands.collectives:count_collectives",
+                          "Collectives by kind: count, count per step, bytes, group sizes."),
+    "cost": ("hloscope.cli.commands.cost:cost",
+             "FLOPs, bytes accessed and collective bytes of one step; a roofline estimate."),
+    "check": ("hloscope.cli.commands.check:check",
+              "Exit 1 when a module exceeds a budget or grows past its baseline."),
+    "stats": ("hloscope.cli.commands.stats:stats",
+              "Modules, computations, instructions and the opcode histogram."),
+    "export": ("hloscope.cli.commands.export:export",
+               "The parsed module as JSON, GraphML or Graphviz dot."),
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -43,8 +52,16 @@ class _LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        module = COMMANDS[name].split(":")[0]
+        module = COMMANDS[name][0].split(":")[0]
         return importlib.util.find_spec(module) is not None
+
+    def format_commands(self, ctx, formatter):
+        # Each command's own line, whole and in the order of COMMANDS (click would import every
+        # command and cut its docstring's first sentence at 45 characters).
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx):
         # Here, before click's own handler turns a closed pipe into exit status 1.
@@ -55,10 +72,9 @@ class _LazyGroup(click.Group):
             raise click.exceptions.Exit(EXIT_OK) from None
 
     def get_command(self, ctx, name):
-        target = COMMANDS.get(name)
-        if target is None or not self._available(name):
+        if name not in COMMANDS or not self._available(name):
             return None
-        module, attr = target.split(":")
+        module, attr = COMMANDS[name][0].split(":")
         return getattr(importlib.import_module(module), attr)
 
 

@@ -27,6 +27,7 @@ import select
 import signal
 import sys
 import threading
+import warnings
 from typing import Any, Callable
 
 from .. import settings
@@ -130,6 +131,15 @@ def _send_result(send: Callable[[Any], None], fn: Callable[..., Any], *args: Any
     send(fn(*args))
 
 
+def _fork() -> int:
+    """os.fork, once `can_fork` said yes."""
+    with warnings.catch_warnings():
+        # JAX's at-fork hook warns whenever it has a backend, threads or not; can_fork has just
+        # seen this process hold one thread, which is all a fork needs to be safe.
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        return os.fork()
+
+
 def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
     """Start `fn(send, *args)` in a forked child: each `send(message)` (plain data) reaches
     the parent's `Child.receive()` in turn. None where no child was started."""
@@ -137,7 +147,7 @@ def in_child_sending(fn: Callable[..., Any], *args: Any) -> Child | None:
         return None
     read_fd, write_fd = os.pipe()
     try:
-        pid = os.fork()
+        pid = _fork()
     except OSError:
         os.close(read_fd)
         os.close(write_fd)
@@ -173,7 +183,7 @@ def in_background(fn: Callable[..., Any], *args: Any) -> bool:
     if not can_fork():
         return False
     try:
-        pid = os.fork()
+        pid = _fork()
     except OSError:
         return False
     if pid == 0:

@@ -74,6 +74,11 @@ def note(text: str) -> None:
     click.echo(f"note: {text}", err=True)
 
 
+def warn(text: str) -> None:
+    """A warning on stderr: the command goes on, but its answer may not be the one wanted."""
+    click.echo(f"warning: {text}", err=True)
+
+
 def load_inputs(files, module_regex: str | None = None) -> list[Loaded]:
     """Every module of every input, in order; notes on stderr say what a dump directory held
     and which files were passed over."""

@@ -7,7 +7,7 @@ from ...api.compare import diff_with_b_ahead, pair_modules, work_out_side
 from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
 from ...report import diff_report
-from . import emit, json_option, load_inputs, module_option, note, require_scheduled
+from . import emit, json_option, load_inputs, module_option, note, require_scheduled, warn
 
 
 def _pairs(a_side, b_side):
@@ -16,6 +16,8 @@ def _pairs(a_side, b_side):
     if pairing.only_a or pairing.only_b:
         note("compared module by module, by name; only in A: " + (", ".join(pairing.only_a) or "none")
              + "; only in B: " + (", ".join(pairing.only_b) or "none"))
+    for x, y in pairing.unlike(name=lambda x: x.module.name):
+        warn(f"A is module {x} and B is module {y}: two different programs? compared anyway")
     if not pairing.pairs:
         raise click.UsageError("A and B hold no module of the same name; pick one of each with --module")
     return pairing.pairs
@@ -35,7 +37,7 @@ def diff(a, b, module_regex, top, html_out, as_json):
 
     \b
     The gap in XLA's temp size splits exactly into causes: for each role (gathered
-    parameters, gradients, activations, loop state, ...) the change in bytes of that role
+    parameters, gradients, activations, ...) the change in bytes of that role
     live at each side's peak, plus the change in what best-fit packing adds around them.
     The causes add up to the gap. Collective counts and held gathers of both sides follow.
     Two dump directories (or multi-module files) are compared module by module, by name.
@@ -65,6 +67,7 @@ def diff(a, b, module_regex, top, html_out, as_json):
         if a_timelines is None:
             a_timelines = x.module.role_timelines()
         write_html(html_out, diff_page(results[0], (x.file, y.file), (a_timelines, y.module.role_timelines())))
+        click.echo(f"wrote {html_out}", err=True)
     payloads = []
     for (x, y), r in zip(pairs, results):
         p = r.to_dict()

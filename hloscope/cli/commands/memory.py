@@ -23,12 +23,11 @@ from . import (
               help="Also write OUT: one self-contained HTML page with the timeline, the peak and its buffers.")
 @click.option("--by", "by", type=click.Choice(["role"]), default=None,
               help="role: what the device holds at the peak by role (parameters, optimizer state, inputs, "
-                   "gathered parameters, gradients, activations, collective buffers, loop state, "
-                   "temporaries, unknown); JSON adds by_role.")
+                   "gathered parameters, gradients, activations, temporaries, unknown); JSON adds by_role.")
 @json_option
 def memory(files, module_regex, top, as_json, html_out, by):
     """Memory figures of FILE... (bytes per device, as compiled.memory_analysis() names them),
-    the peak step and the buffers live there.
+    the peak's position in the schedule and the buffers live there.
 
     \b
     temp       the device-memory temp allocation as XLA packs it (temp_size_in_bytes); on

@@ -1,191 +1,28 @@
-"""Terminal output: rich is imported here and nowhere else.
+"""Terminal output: rich is imported in this package and nowhere else.
 
-Formatters build renderables (tables, text) from analysis results; `print_renderable`
+Formatters build renderables (tables, text) from analysis results; every table goes through
+the one renderer (`table.render_table`), which never splits an identifier; `print_renderable`
 prints them, without colour when stdout is not a terminal or NO_COLOR is set.
+
+Words used one way everywhere (README, "Reading the output"): a *step* is a training step
+(`per step`); a place in the compiled schedule is a *position* (`peak at position 226`);
+counts are plain numbers and sizes carry units; an all-gather *instruction* may return several
+all-gathered *values* (`all-gather-start{1,3}` is element {1,3} of its tuple result).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import shutil
-import sys
-from typing import Any, Iterable
-
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from .units import human_bytes, human_flops
+from .table import FIGURE, NAME, PROSE, TRAIL, Column, render_table, shorten_middle, tidy_op_name
+from .terminal import console, parse_progress, print_renderable, terminal_width
 
-_UNBOUNDED = 1 << 20
-"""The width text is laid out in when it goes to a pipe or a file: no line is wrapped and no
-name shortened; a reader (or `less -S`) scrolls."""
-
-
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # rich's own handler exits with status 1, the code for a failed check: the reader
-        # (`| head -1`) has what it wanted, so the command line ends quietly with 0 instead.
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+from ..units import human_bytes, human_flops
 
 
-def terminal_width(stream=None) -> int | None:
-    """The columns of the terminal that `stream` (stdout) is, or COLUMNS when set; None
-    when output goes to a pipe or a file."""
-    stream = stream or sys.stdout
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    if not stream.isatty():
-        return None
-    return shutil.get_terminal_size().columns
-
-
-def console(stderr: bool = False) -> Console:
-    """A console on stdout (or stderr): colour only on a terminal and without NO_COLOR; the
-    terminal's width, COLUMNS, or (piped) unbounded."""
-    no_color = bool(os.environ.get("NO_COLOR"))
-    stream = sys.stderr if stderr else sys.stdout
-    width = terminal_width(stream)
-    return _Console(file=stream, no_color=no_color, highlight=False, soft_wrap=False,
-                    width=width or _UNBOUNDED, color_system=None if no_color else "auto")
-
-
-def print_renderable(items: Any) -> None:
-    out = console()
-    items = list(items) if isinstance(items, (list, tuple)) else [items]
-    if out.is_terminal:
-        for item in items:
-            out.print(item)
-        return
-    # To a pipe or a file: plain lines, without the padding a table's cells end in.
-    with out.capture() as captured:
-        for item in items:
-            out.print(item)
-    out.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
-
-
-@contextlib.contextmanager
-def parse_progress(path: str, min_bytes: int = 8 << 20):
-    """A progress bar on stderr while a large file is parsed, when stderr is a terminal;
-    yields the callback for the parser (or None)."""
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        size = 0
-    if size < min_bytes or not sys.stderr.isatty() or path.endswith(".gz"):
-        yield None
-        return
-    import time
-
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    # Refreshed from the callback, not by rich's refresh thread: with a thread running, the
-    # parser does not fork (hloscope.speed.runtime), and a large file is what it forks for.
-    with Progress(TextColumn("parsing {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeElapsedColumn(), console=console(stderr=True), transient=True, auto_refresh=False) as bar:
-        # The parser reports characters; for UTF-8 HLO (ASCII in practice) they are bytes.
-        task = bar.add_task(os.path.basename(path), total=size)
-        shown = [0.0]
-
-        def report(done: int) -> None:
-            now = time.monotonic()
-            if now - shown[0] >= 0.1:
-                shown[0] = now
-                bar.update(task, completed=done, refresh=True)
-
-        yield report
-
-
-def table(title: str | None, columns: Iterable[tuple[str, str]], rows: Iterable[Iterable[Any]]) -> Table:
-    """A plain table; columns are (header, justify)."""
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None,
-              header_style="bold")
-    for header, justify in columns:
-        # Folded, never cut with an ellipsis: a name that does not fit goes on over lines.
-        t.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for row in rows:
-        t.add_row(*(str(c) for c in row))
-    return t
-
-
-def shorten_middle(name: str, width: int) -> str:
-    """`name` in at most `width` characters, its middle left out: an `op_name` keeps its first
-    component and as many of its last ones as fit (`jit(step)/…/transpose(jvp(mlp))/dot_general`),
-    a path its tail (`/…/model/layers.py:212`); other text its head and a longer tail."""
-    if len(name) <= width:
-        return name
-    parts = name.split("/")
-    if len(parts) > 2:
-        kept: list[str] = []
-        for part in reversed(parts[1:]):
-            if len(parts[0]) + 3 + len("/".join([part, *kept])) > width:
-                break
-            kept.insert(0, part)
-        if kept:
-            return parts[0] + "/…/" + "/".join(kept)
-    head = max(0, (width - 1) // 3)
-    tail = max(1, width - 1 - head)
-    return name[:head] + "…" + name[-tail:]
-
-
-def fitted_table(title: str | None, columns, rows, shorten=(), width: int | None = None) -> list:
-    """`table` laid out for `width` columns (a terminal's; None: a pipe, where every row stays
-    on one line), names never cut. When the rows are wider than the terminal, the columns at
-    indices `shorten` (op_name, source) are shortened in the middle, head and tail kept
-    (`shorten_middle`), unless that would leave less than a name's two ends or make two
-    different names look alike; then those columns leave the table and each row's names follow it on
-    a line of their own, indented and whole (folded only past the terminal's edge)."""
-    columns = list(columns)
-    rows = [[str(c) for c in row] for row in rows]
-    if not width or not shorten or not rows:
-        return [table(title, columns, rows)]
-    natural = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(columns)]
-    if sum(natural) + 2 * (len(columns) - 1) <= width:
-        return [table(title, columns, rows)]
-    others = sum(w for i, w in enumerate(natural) if i not in shorten) + 2 * (len(columns) - 1)
-    # Each column first gets what its names need at their shortest (first component, `…`,
-    # last component), then the first columns (op_name before source) what is left.
-    rooms = {i: max(len(_compact(r[i])) for r in rows) for i in shorten}
-    spare = width - others - sum(rooms.values())
-    if spare >= 0:
-        for i in shorten:
-            grow = min(spare, natural[i] - rooms[i])
-            rooms[i] += grow
-            spare -= grow
-        shortened = [list(r) for r in rows]
-        for i in shorten:
-            names = {r[i] for r in rows}
-            short = {n: shorten_middle(n, rooms[i]) for n in names}
-            if len(set(short.values())) != len(names):
-                break
-            for r in shortened:
-                r[i] = short[r[i]]
-        else:
-            return [table(title, columns, shortened)]
-    kept = [i for i in range(len(columns)) if i not in shorten]
-    widths = [natural[i] for i in kept]
-    out: list = [Text(title, style="bold")] if title else []
-
-    def line(cells) -> str:
-        return "  ".join(c.rjust(w) if columns[i][1] == "right" else c.ljust(w)
-                         for i, c, w in zip(kept, cells, widths)).rstrip()
-
-    out.append(Text(line([columns[i][0] for i in kept]), style="bold"))
-    for r in rows:
-        out.append(Text(line([r[i] for i in kept])))
-        for i in shorten:
-            if r[i]:
-                out.append(Text("    " + r[i], style="dim"))
-    return out
-
-
-def _compact(name: str) -> str:
-    """The shortest form `shorten_middle` gives a path-like name: its ends."""
-    parts = name.split("/")
-    return f"{parts[0]}/…/{parts[-1]}" if len(parts) > 2 else name
+def table(title: str | None, columns, rows) -> list[Text]:
+    """`render_table` at the width of the terminal stdout is (unbounded into a pipe)."""
+    return render_table(title, columns, rows, terminal_width())
 
 
 def heading(text: str) -> Text:
@@ -201,7 +38,7 @@ def stats_report(result, labels=None) -> list:
         out.append(heading(f"{prefix}{m.name}: {m.computations} computations, {m.instructions} instructions"
                            + (" (scheduled)" if m.is_scheduled else "")))
         rows = sorted(m.opcodes.items(), key=lambda kv: (-kv[1], kv[0]))
-        out.append(table(None, [("opcode", "left"), ("count", "right")], rows))
+        out.extend(table(None, [Column("opcode"), Column("count", FIGURE)], rows))
         out.append(Text(""))
     return out
 
@@ -222,22 +59,21 @@ def collectives_report(results, by: str = "kind", labels=None) -> list:
         prefix = f"{labels[n]}: " if labels else ""
         out.append(heading(f"{prefix}{r.module}: {r.total.count} collectives, "
                            f"{_count(r.total.dynamic_count)} per step"))
-        cols = [("kind", "left"), ("count", "right"), ("dynamic", "right"), ("bytes", "right"),
-                ("dynamic bytes", "right"), ("async", "right"), ("group sizes", "left")]
+        cols = [Column("kind"), Column("count", FIGURE), Column("per step", FIGURE), Column("bytes", FIGURE),
+                Column("bytes per step", FIGURE), Column("async", FIGURE), Column("group sizes")]
         if by == "kind":
             tallies = [(kind, t) for kind, t in r.by_kind.items() if t.count]
             tallies += [(kind, t) for kind, t in r.point_to_point.items() if t.count]
             rows = [[kind, *_tally_cells(t)] for kind, t in tallies]
             rows.append(["total", *_tally_cells(r.total)])
-            out.append(table(None, cols, rows))
+            out.extend(table(None, cols, rows))
         else:
-            # The group's name last, where the rest of the line is free for it: whole when it
-            # fits, else shortened in the middle (its tail, the op or the line, kept).
-            cols = cols + [(by, "left")]
+            # The group's name last, where the rest of the line is free for it.
+            cols = cols + [Column(by, TRAIL if by in ("op_name", "source") else NAME)]
             rows = [[kind, *_tally_cells(t), key if key is not None else f"(no {by})"]
                     for key, kind, t in r.group_by(by)]
             rows.append(["total", *_tally_cells(r.total), ""])
-            out.extend(fitted_table(None, cols, rows, shorten=(len(cols) - 1,), width=terminal_width()))
+            out.extend(table(None, cols, rows))
         if r.total.unknown_trip_count:
             out.append(Text("? : under a while loop whose trip count is neither recorded (known_trip_count) "
                             "nor inferable from its counter", style="dim"))
@@ -303,13 +139,18 @@ def memory_report(results, top: int = 10, labels=None, xla=None) -> list:
     out: list = []
     for n, m in enumerate(results):
         prefix = f"{labels[n]}: " if labels else ""
+        covers = getattr(m, "peak_covers_temp", True)
         out.append(heading(f"{prefix}{m.name}: temp {human_bytes(m.temp_bytes)} "
                            f"(max live {human_bytes(m.temp_max_live_bytes)}), "
-                           f"total {human_bytes(getattr(m, 'total_bytes', 0))}, "
-                           f"peak {human_bytes(m.peak_bytes)}"))
+                           f"total {human_bytes(getattr(m, 'total_bytes', 0))}"
+                           + (f", peak {human_bytes(m.peak_bytes)}" if covers else "")))
         out.append(Text(f"arguments {human_bytes(m.argument_bytes)} · outputs {human_bytes(m.output_bytes)} · "
-                        f"aliased {human_bytes(m.alias_bytes)} · peak at step {m.peak_at['index']} "
-                        f"({m.peak_at['instruction']})"))
+                        f"aliased {human_bytes(m.alias_bytes)} · temp peaks at position {m.peak_at['index']} "
+                        f"of the schedule ({m.peak_at['instruction']})"))
+        if not covers:
+            out.append(Text(f"XLA's peak_memory_in_bytes is {human_bytes(m.peak_bytes)} here: on this backend XLA "
+                            "records no heap trace, so it counts only the largest argument, constant and output "
+                            "buffers, no temp", style="dim"))
         if getattr(m, "xla", None):
             out.append(xla_memory_analysis_line(m))
         if xla and xla[n] is not None:
@@ -318,16 +159,26 @@ def memory_report(results, top: int = 10, labels=None, xla=None) -> list:
         rows = [(human_bytes(b.bytes), b.instruction, b.shape, b.op_name or "", b.source or "")
                 for b in m.live_at_peak[:top]]
         if rows:
-            out.extend(fitted_table(f"top {len(rows)} of {len(m.live_at_peak)} buffers live at the peak",
-                                    [("bytes", "right"), ("instruction", "left"), ("shape", "left"),
-                                     ("op_name", "left"), ("source", "left")], rows,
-                                    shorten=(3, 4), width=terminal_width()))
+            out.extend(table(f"top {len(rows)} of {len(m.live_at_peak)} buffers live at the peak",
+                             [Column("bytes", FIGURE), Column("instruction"), Column("shape"),
+                              Column("op_name", TRAIL), Column("source", TRAIL)], rows))
+            out.extend(element_note(r[1] for r in rows))
         if m.timeline:
-            out.append(Text(f"temp bytes over {len(m.timeline)} steps (max {human_bytes(max(m.timeline))}):"))
+            out.append(Text(f"temp bytes over the schedule's {len(m.timeline)} positions "
+                            f"(max {human_bytes(max(m.timeline))}):"))
             out.append(Text(sparkline(m.timeline)))
         out.extend(memory_spaces_lines(m))
         out.append(Text(""))
     return out
+
+
+def element_note(names) -> list[Text]:
+    """What `all-gather-start{1,3}` means, once under a table that shows such a name."""
+    name = next((n for n in names if n.endswith("}") and "{" in n), None)
+    if name is None:
+        return []
+    base, index = name[:-1].split("{", 1)
+    return [Text(f"{name}: element {{{index}}} of the tuple that {base} returns", style="dim")]
 
 
 def xla_memory_analysis_line(m) -> Text:
@@ -372,9 +223,10 @@ def gathers_report(results, memories=None) -> list:
         memory = memories[k] if memories else None
         out.append(heading(f"{g.name}: {len(g.held)} of {g.gathers} all-gathered values held, "
                            f"{human_bytes(g.held_bytes)} ({human_bytes(g.held_bytes_at_peak)} live at the peak, "
-                           f"step {g.peak_step})"))
+                           f"position {g.peak_step} of the schedule)"))
         if g.boundary == "schedule":
-            where = f"step {g.boundary_step}" if g.boundary_step is not None else "nowhere (no gradient reduction)"
+            where = (f"position {g.boundary_step}" if g.boundary_step is not None
+                     else "nowhere (no gradient reduction)")
             out.append(Text("no JAX metadata tells forward from backward: the backward pass is taken to start "
                             f"at the first gradient reduction, {where}"))
         rows = []
@@ -387,10 +239,13 @@ def gathers_report(results, memories=None) -> list:
                          f"{h.first_use.get('step', '?')}–{h.last_use.get('step', '?')}",
                          " ".join(f"{side} {n}" for side, n in sorted(sides.items())), h.origin))
         if rows:
-            out.append(table("held all-gathers",
-                             [("bytes", "right"), ("at peak", "right"), ("instruction", "left"),
-                              ("parameter", "left"), ("why", "left"), ("uses (steps)", "left"),
-                              ("users", "left"), ("origin", "left")], rows))
+            out.extend(table("held all-gathered values",
+                             [Column("bytes", FIGURE), Column("at peak", FIGURE), Column("instruction"),
+                              Column("parameter"), Column("why", PROSE), Column("used (positions)"),
+                              Column("users"), Column("origin")], rows))
+            out.extend(element_note(r[2] for r in rows))
+            out.append(Text("a value is one all-gathered array: a combined all-gather instruction returns several",
+                            style="dim"))
             out.extend(Text(line) for line in _gathers_advice(g, memory))
         for a in g.as_all_reduce:
             out.append(Text(f"all-gather done as an all-reduce: {a.instruction} ({human_bytes(a.bytes)}): "
@@ -432,41 +287,45 @@ def diff_report(d, top: int = 5) -> list:
     """`hloscope diff`: the one sentence, the causes, then the details of each side."""
     a, b = d.a.memory, d.b.memory
     out: list = [heading(d.summary)]
-    out.append(Text(f"A: {d.a.label or a.name}: temp {human_bytes(a.temp_bytes)}, peak at step "
-                    f"{a.peak_at['index']} ({a.peak_at['instruction']})"))
-    out.append(Text(f"B: {d.b.label or b.name}: temp {human_bytes(b.temp_bytes)}, peak at step "
-                    f"{b.peak_at['index']} ({b.peak_at['instruction']})"))
+    for name, side, m in (("A", d.a, a), ("B", d.b, b)):
+        out.append(Text(f"{name}: {side.label or m.name}: temp {human_bytes(m.temp_bytes)}, peak at position "
+                        f"{m.peak_at['index']} of its schedule ({m.peak_at['instruction']})"))
+    shown, small = _shown_causes(d)
     rows = [(human_bytes(c.bytes, sign=True), human_bytes(c.a_bytes), human_bytes(c.b_bytes),
-             (c.role or c.label or c.kind).replace("_", " "), c.description) for c in d.causes]
-    rows.append((human_bytes(d.explained_bytes, sign=True), human_bytes(a.temp_bytes), human_bytes(b.temp_bytes), "temp (sum)",
-                 "the causes add up to the gap"))
-    out.append(table("causes of the temp gap (B − A)",
-                     [("change", "right"), ("A", "right"), ("B", "right"), ("cause", "left"),
-                      ("what", "left")], rows))
+             (c.role or c.label or c.kind).replace("_", " "), c.description) for c in shown]
+    if small:
+        rows.append((human_bytes(sum(c.bytes for c in small), sign=True), human_bytes(sum(c.a_bytes for c in small)),
+                     human_bytes(sum(c.b_bytes for c in small)), f"{len(small)} smaller",
+                     ", ".join((c.role or c.label or c.kind).replace("_", " ") for c in small)))
+    rows.append((human_bytes(d.explained_bytes, sign=True), human_bytes(a.temp_bytes), human_bytes(b.temp_bytes),
+                 "temp (sum)", "the causes add up to the gap"))
+    out.extend(table("causes of the temp gap (B − A)",
+                     [Column("change", FIGURE), Column("A", FIGURE), Column("B", FIGURE), Column("cause"),
+                      Column("what", PROSE)], rows))
     for c in d.causes:
         if c.kind != "role" or not (c.instructions.get("a") or c.instructions.get("b")):
             continue
-        detail = []
-        for side in ("a", "b"):
-            for r in c.instructions.get(side, ())[:top]:
-                detail.append((side.upper(), human_bytes(r["bytes"]), r["instruction"], r["matched"] or "—",
-                               r["op_name"] or "", r["source"] or ""))
-        out.append(table(f"{c.role.replace('_', ' ')}: largest buffers at each peak",
-                         [("side", "left"), ("bytes", "right"), ("instruction", "left"), ("matches", "left"),
-                          ("op_name", "left"), ("source", "left")], detail))
+        detail = [(side.upper(), human_bytes(r["bytes"]), r["instruction"], r["matched"] or "—", r["op_name"] or "",
+                   r["source"] or "")
+                  for side in ("a", "b") for r in c.instructions.get(side, ())[:top]]
+        out.extend(table(f"{c.role.replace('_', ' ')}: largest buffers at each peak",
+                         [Column("side"), Column("bytes", FIGURE), Column("instruction"), Column("matches"),
+                          Column("op_name", TRAIL), Column("source", TRAIL)], detail))
+        out.extend(element_note(r[2] for r in detail))
     crow = [(kind, str(v["a"]), str(v["b"]), f"{v['b'] - v['a']:+d}", human_bytes(v["a_bytes"]),
              human_bytes(v["b_bytes"]))
             for kind, v in d.collectives_delta().items()]
     if crow:
-        out.append(table("collectives (static count, result bytes)",
-                         [("kind", "left"), ("A", "right"), ("B", "right"), ("change", "right"),
-                          ("A bytes", "right"), ("B bytes", "right")], crow))
+        out.extend(table("collective instructions (count in the text; bytes of their results)",
+                         [Column("kind"), Column("A", FIGURE), Column("B", FIGURE), Column("change", FIGURE),
+                          Column("A bytes", FIGURE), Column("B bytes", FIGURE)], crow))
     ga, gb = d.a.gathers, d.b.gathers
-    out.append(Text(f"held all-gathers: A {len(ga.held)} ({human_bytes(ga.held_bytes_at_peak)} at its peak), "
-                    f"B {len(gb.held)} ({human_bytes(gb.held_bytes_at_peak)} at its peak)"))
+    out.append(Text(f"held all-gathered values (one all-gather instruction may return several): "
+                    f"A {len(ga.held)} ({human_bytes(ga.held_bytes_at_peak)} live at its peak), "
+                    f"B {len(gb.held)} ({human_bytes(gb.held_bytes_at_peak)} live at its peak)"))
     trade = d.trade()
     if trade is not None:
-        out.append(Text(trade_sentence(d, trade)))
+        out.append(Text(d.trade_sentence()))
         for side in ("a", "b"):
             if trade[side]["recomputed"]:
                 out.append(Text(f"recomputed in {side.upper()}: {', '.join(trade[side]['recomputed'][:5])}"
@@ -474,24 +333,14 @@ def diff_report(d, top: int = 5) -> list:
     return out
 
 
-def _percent(new: int, old: int) -> str:
-    if old == 0:
-        return "n/a" if new == 0 else "new"
-    return f"{100 * (new - old) / old:+.0f}%"
-
-
-def trade_sentence(d, trade) -> str:
-    """The price of the memory change: `B saves 3.6 MiB of temp and runs +31% FLOPs (recomputing
-    2.1 GFLOP), +0% bytes accessed, +100% collective bytes per step`."""
-    a, b = trade["a"], trade["b"]
-    delta = d.delta_temp_bytes
-    verb = f"saves {human_bytes(-delta)} of temp" if delta < 0 else f"needs {human_bytes(delta)} more temp"
-    recompute = b["recompute_flops"] - a["recompute_flops"]
-    why = f" (recomputing {human_flops(b['recompute_flops'])})" if recompute > 0 else ""
-    return (f"trade: {d.names[1]} {verb} and runs {_percent(b['flops'], a['flops'])} FLOPs{why}, "
-            f"{_percent(b['bytes_accessed'], a['bytes_accessed'])} bytes accessed, "
-            f"{_percent(b['collective_bytes'], a['collective_bytes'])} collective bytes per step "
-            f"(× loop trip counts)")
+def _shown_causes(d) -> tuple[list, list]:
+    """The causes worth a row, and those too small to (under 0.5% of the gap or its largest
+    cause, and under 1 KiB), which share one row: their sum still closes the table."""
+    scale = max([abs(d.delta_temp_bytes)] + [abs(c.bytes) for c in d.causes])
+    shown, small = [], []
+    for c in d.causes:
+        (small if abs(c.bytes) * 200 < scale and abs(c.bytes) < 1024 else shown).append(c)
+    return (shown, small) if len(small) > 1 else (d.causes, [])
 
 
 # ─── cost ──────────────────────────────────────────────────────────────────────────────
@@ -538,10 +387,11 @@ def cost_report(results, by: str | None = None, top: int = 10, labels=None, esti
                      human_flops(g.recompute_flops) if g.recompute_flops else "", str(g.instructions),
                      g.key if g.key is not None else "-")
                     for g in groups[:top]]
-            out.extend(fitted_table(f"top {len(rows)} of {len(groups)} by {by}",
-                                    [("flops", "right"), ("share", "right"), ("bytes", "right"),
-                                     ("collective", "right"), ("recompute", "right"), ("instructions", "right"),
-                                     (by, "left")], rows, shorten=(6,), width=terminal_width()))
+            out.extend(table(f"top {len(rows)} of {len(groups)} by {by}",
+                             [Column("flops", FIGURE), Column("share", FIGURE), Column("bytes", FIGURE),
+                              Column("collective", FIGURE), Column("recompute", FIGURE),
+                              Column("instructions", FIGURE), Column(by, TRAIL if by in ("op_name", "source") else NAME)],
+                             rows))
         else:
             rows = [(human_flops(i.total_flops), f"{100 * i.total_flops / r.flops:.1f}%" if r.flops else "-",
                      str(i.runs), human_bytes(i.total_bytes_accessed),
@@ -549,11 +399,10 @@ def cost_report(results, by: str | None = None, top: int = 10, labels=None, esti
                      i.op_name or "")
                     for i in r.top(top)]
             if rows:
-                out.extend(fitted_table(f"top {len(rows)} of {len(r.instructions)} instructions by FLOPs",
-                                        [("flops", "right"), ("share", "right"), ("runs", "right"),
-                                         ("bytes", "right"), ("recompute", "right"), ("instruction", "left"),
-                                         ("opcode", "left"), ("op_name", "left")], rows,
-                                        shorten=(7,), width=terminal_width()))
+                out.extend(table(f"top {len(rows)} of {len(r.instructions)} instructions by FLOPs",
+                                 [Column("flops", FIGURE), Column("share", FIGURE), Column("runs", FIGURE),
+                                  Column("bytes", FIGURE), Column("recompute", FIGURE), Column("instruction"),
+                                  Column("opcode"), Column("op_name", TRAIL)], rows))
         if estimates:
             e = estimates[n]
             out.append(heading(f"roofline ESTIMATE on {e.target} (published peaks, not a measurement): "
@@ -561,6 +410,11 @@ def cost_report(results, by: str | None = None, top: int = 10, labels=None, esti
             out.append(Text(f"compute {human_seconds(e.compute_seconds)} · memory {human_seconds(e.memory_seconds)} · "
                             f"collectives {human_seconds(e.collective_seconds)} · all serialized "
                             f"{human_seconds(e.serial_seconds)}", style="dim"))
+            if e.compute_peaks:
+                total = sum(f for _, f, _, _ in e.compute_peaks) or 1
+                out.append(Text("compute at: " + " · ".join(
+                    f"{arithmetic} {100 * flops / total:.0f}% of FLOPs at {peak / 1e12:.4g} TFLOP/s ({what})"
+                    for arithmetic, flops, peak, what in e.compute_peaks), style="dim"))
             out.append(Text(f"source: {e.source}", style="dim"))
         out.append(Text(""))
     return out
@@ -580,7 +434,7 @@ def roles_report(roles, timelines=None) -> list:
             rows.append((role.replace("_", " "), human_bytes(held), human_bytes(r.temp_by_role.get(role, 0)),
                          human_bytes(max(line)) if line else "—", sparkline(line, 40) if line else ""))
         rows.append(("total", human_bytes(r.total), human_bytes(sum(r.temp_by_role.values())), "", ""))
-        out.append(table(f"{r.name}: held at the peak (step {r.peak_step}) by role",
-                         [("role", "left"), ("at the peak", "right"), ("of it temp", "right"),
-                          ("most temp over the step", "right"), ("temp over the schedule", "left")], rows))
+        out.extend(table(f"{r.name}: held at the peak (position {r.peak_step} of the schedule) by role",
+                         [Column("role"), Column("at the peak", FIGURE), Column("of it temp", FIGURE),
+                          Column("most temp at any position", FIGURE), Column("temp over the schedule")], rows))
     return out
