@@ -27,7 +27,7 @@ from typing import Any
 
 from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
-from .analysis.roles import ROLES
+from .analysis.roles import ROLES, RolesAtPeak
 from .wording import tidy_op_name
 
 DATA_FORMAT = 1
@@ -91,14 +91,16 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
 
 
 def memory_page(results: MemoryAnalysis | Sequence[MemoryAnalysis], titles: Sequence[str] | None = None,
-                by_role: Sequence[dict[str, list[int]] | None] | None = None) -> str:
+                by_role: Sequence[dict[str, list[int]] | None] | None = None,
+                roles: Sequence[RolesAtPeak | None] | None = None) -> str:
     """The HTML page of `hloscope memory --html`: one section per module, its timeline
-    stacked by role when `by_role` (per module) is given."""
+    stacked by role when `by_role` (per module) is given, each buffer's role with `roles`."""
     if isinstance(results, MemoryAnalysis):
         results = [results]
     titles = list(titles) if titles is not None else [None] * len(results)
     by_role = list(by_role) if by_role is not None else [None] * len(results)
-    modules = [timeline_data(r, t, br) for r, t, br in zip(results, titles, by_role)]
+    roles = list(roles) if roles is not None else [None] * len(results)
+    modules = [timeline_data(r, t, br, _roles_of(ro)) for r, t, br, ro in zip(results, titles, by_role, roles)]
     heading = modules[0]["title"] if len(modules) == 1 else f"{len(modules)} modules"
     return _page(f"hloscope memory: {heading}", {"kind": "memory", "modules": modules})
 
@@ -113,8 +115,8 @@ def diff_page(result: DiffResult, titles: Sequence[str] = ("A", "B"),
                "instructions": {side: [{**r, "op_name": tidy_op_name(r["op_name"] or "") or None}
                                        for r in c.instructions.get(side, ())] for side in ("a", "b")}}
               for c in result.causes]
-    modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0], _roles_of(result.a)),
-               timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1], _roles_of(result.b))]
+    modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0], _roles_of(result.a.roles)),
+               timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1], _roles_of(result.b.roles))]
     top = max([m["figures"]["temp_bytes"] for m in modules]
               + [max(m_.timeline, default=0) for m_ in (result.a.memory, result.b.memory)])
     recomputed = result.trade()
@@ -128,9 +130,9 @@ def diff_page(result: DiffResult, titles: Sequence[str] = ("A", "B"),
     return _page("hloscope diff: " + " vs ".join(titles), payload)
 
 
-def _roles_of(side) -> dict[str, str]:
+def _roles_of(roles: RolesAtPeak | None) -> dict[str, str]:
     """Each buffer's role at the peak, by instruction name (`RolesAtPeak.buffers`)."""
-    return {b.instruction: b.role for b in side.roles.buffers} if side.roles is not None else {}
+    return {b.instruction: b.role for b in roles.buffers} if roles is not None else {}
 
 
 def write_html(path: str | os.PathLike, text: str) -> None:

@@ -402,8 +402,11 @@ class Isolated:
         self.process = self.conn = None
 
     def start(self) -> None:
-        parent, child = multiprocessing.get_context("fork").Pipe()
-        self.process = multiprocessing.get_context("fork").Process(target=self.target, args=(child,), daemon=True)
+        # forkserver, not fork: this process runs JAX's threads, which a forked child would
+        # inherit the locks of but not the threads.
+        context = multiprocessing.get_context("forkserver")
+        parent, child = context.Pipe()
+        self.process = context.Process(target=self.target, args=(child,), daemon=True)
         self.process.start()
         child.close()
         self.conn = parent

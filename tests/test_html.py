@@ -446,4 +446,20 @@ def test_the_diff_page_says_all_the_text_says(browser, tmp_path, width):
         if None not in boxes:
             (x1, y1, w1, h1), (x2, y2, w2, h2) = boxes
             assert not (x1 < x2 + w2 and x2 < x1 + w1 and y1 < y2 + h2 and y2 < y1 + h1), boxes
+    # The headline wraps between words, never inside an instruction name.
+    split = page.eval_on_selector("#causes h2.summary", """h => {
+        const node = h.firstChild, out = [];
+        for (const m of node.textContent.matchAll(/[A-Za-z0-9_.{},-]*[_.][A-Za-z0-9_.{},-]*/g)) {
+          const r = document.createRange();
+          r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+          const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+          if (tops.size > 1) out.push(m[0]);
+        }
+        return out; }""")
+    assert split == []
+    # The legend names roles, the roles the buffers have.
+    legend = page.inner_text("#module-1 .legend")
+    assert "unknown" not in legend and "collective" not in legend
+    for role in {r.role for r in result.b.roles.buffers if r.where == "temp"}:
+        assert role.replace("_", " ") in legend
     save_screenshot(opened, tmp_path / f"diff-{width}.png")

@@ -302,7 +302,7 @@ def test_the_diff_picture_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     models = _spy(monkeypatch, module_api, "build_memory_model")
     got = _diff_cli(a, b, "--html", str(two))
     assert got.exit_code == 0, got.output
-    assert got.output == expected.output
+    assert got.output.replace(str(two), "OUT") == expected.output.replace(str(one), "OUT")  # `wrote OUT`
     assert two.read_bytes() == one.read_bytes()
     assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
 

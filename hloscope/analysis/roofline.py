@@ -3,9 +3,9 @@ published peaks (`hardware.TARGETS`): an estimate, labelled as one, never a meas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..encode import Encoded, extra
+from ..encode import Encoded, as_json, extra
 from .cost import CostResult
 from .hardware import TARGETS
 
@@ -14,6 +14,10 @@ ESTIMATE_NOTE = ("roofline ESTIMATE from published peak figures, not a measureme
                  "dense peak of its arithmetic (bf16, tf32 or f32 as its precision asks, int8, fp8), other FLOPs "
                  "at the dense bf16 peak, bytes accessed at the HBM bandwidth, collective wire bytes at half the "
                  "published bidirectional interconnect bandwidth; the step takes at least the largest of the three")
+
+
+def _peaks_json(peaks) -> list[dict]:
+    return [{"arithmetic": a, "flops": f, "peak_flops": p, "counted_as": w} for a, f, p, w in peaks]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +35,7 @@ class Roofline(Encoded):
     serial_seconds: float
     """The three added: the time with no overlap at all."""
     source: str
-    compute_peaks: tuple[tuple[str, int, float, str], ...] = ()
+    compute_peaks: tuple[tuple[str, int, float, str], ...] = field(default=(), metadata=as_json(value=_peaks_json))
     """How the compute term was reached: (arithmetic, FLOPs, the peak used, what that peak is),
     the matmuls' arithmetics first, then `other` (the rest of the FLOPs, at the bf16 peak)."""
     json_extra = (extra("estimate", lambda _: True, after="target"),

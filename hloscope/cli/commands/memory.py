@@ -38,9 +38,9 @@ def memory(files, module_regex, top, as_json, html_out, by):
     aliased    the part of the arguments donated to outputs (alias_size_in_bytes)
     total      arguments + outputs - aliased + temp: what the device holds for the step
     peak       XLA's peak_memory_in_bytes: the largest buffer of every argument, constant
-               and output allocation plus the most heap bytes live at one step (no
-               packing); on CPU (no heap trace) the first part only
-    max live   the most temp bytes live at one step; the peak step is where
+               and output allocation plus the most heap bytes live at one position of the
+               schedule (no packing); on CPU (no heap trace) the first part only, no temp
+    max live   the most temp bytes live at one position of the schedule: the peak
 
     For a module of an XLA dump, XLA's own figures (from the dump's buffer assignment beside
     it) are shown on the line "XLA (buffer assignment)", and in JSON as "xla_buffer_assignment"."""
@@ -51,7 +51,8 @@ def memory(files, module_regex, top, as_json, html_out, by):
     if html_out:
         # After the analysis: bad input writes nothing, and the page appears whole or not at all.
         write_html(html_out, memory_page(results, [x.file for x in loaded],
-                                         [x.module.role_timelines() for x in loaded]))
+                                         [x.module.role_timelines() for x in loaded],
+                                         [x.module.roles() for x in loaded]))
         click.echo(f"wrote {html_out}", err=True)
     roles = [x.module.roles() for x in loaded] if by == "role" else None
     payload = {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {}),
