@@ -100,15 +100,16 @@ def needs_xla():
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def in_terminal(args, columns: int, check: bool = True) -> str:
-    """What `hloscope ARGS` prints on a terminal `columns` wide (stdout a pseudo-terminal,
-    without colour), as a person sees it."""
+def in_terminal(args, columns: int = 80, env: dict | None = None, raw: bool = False) -> str:
+    """What `hloscope ARGS` prints on a terminal `columns` wide (stdout a pseudo-terminal), as
+    a person sees it: without colour (NO_COLOR), unless `raw`, which leaves the environment
+    (plus `env`) and the escape sequences as they are."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    environment.update({"TERM": "xterm", **({} if raw else {"NO_COLOR": "1"}), **(env or {})})
     proc = subprocess.Popen([sys.executable, "-m", "hloscope", *map(str, args)], stdin=subprocess.DEVNULL,
-                            stdout=follower, stderr=subprocess.DEVNULL, cwd=ROOT,
-                            env={**env, "TERM": "xterm", "NO_COLOR": "1"})
+                            stdout=follower, stderr=subprocess.DEVNULL, cwd=ROOT, env=environment)
     os.close(follower)
     chunks = []
     while True:
@@ -119,7 +120,7 @@ def in_terminal(args, columns: int, check: bool = True) -> str:
         if not data:
             break
         chunks.append(data)
-    code = proc.wait(timeout=300)
-    assert code == 0 or not check, args
+    assert proc.wait(timeout=300) == 0, args
     os.close(leader)
-    return _ANSI.sub("", b"".join(chunks).decode()).replace("\r\n", "\n")
+    text = b"".join(chunks).decode().replace("\r\n", "\n")
+    return text if raw else _ANSI.sub("", text)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
 import shutil
 import subprocess
@@ -134,31 +133,10 @@ def test_options_are_validated():
     assert run("memory", MODULE, "--top", "0").returncode == 0
 
 
-def _in_a_terminal(args, env):
-    """Output of the command run with stdout on a pseudo-terminal."""
-    leader, follower = pty.openpty()
-    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS")}
-    proc = subprocess.Popen([sys.executable, "-m", "hloscope", *map(str, args)], stdout=follower,
-                            stderr=subprocess.DEVNULL, cwd=ROOT, env={**environment, "TERM": "xterm", **env})
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=300)
-    os.close(leader)
-    return b"".join(chunks).decode()
-
-
 def test_colour_only_on_a_terminal_without_no_color():
     assert "\x1b[" not in text_of("stats", MODULE)  # piped: plain text
-    assert "\x1b[" in _in_a_terminal(["stats", MODULE], {})  # a terminal: styled
-    assert "\x1b[" not in _in_a_terminal(["stats", MODULE], {"NO_COLOR": "1"})
+    assert "\x1b[" in in_terminal(["stats", MODULE], raw=True)  # a terminal: styled
+    assert "\x1b[" not in in_terminal(["stats", MODULE], env={"NO_COLOR": "1"}, raw=True)
 
 
 # ─── export ────────────────────────────────────────────────────────────────────────────
