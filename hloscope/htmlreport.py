@@ -76,6 +76,7 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
             "peak_bytes": result.peak_bytes,
             "total_bytes": result.total_bytes,
         },
+        "peak_covers_temp": result.peak_covers_temp,
         "notes": list(result.notes),
         "steps": list(result.steps),
         # Stacked bottom to top.
@@ -214,7 +215,8 @@ td.ident { white-space: nowrap; font-family: ui-monospace, SFMono-Regular, Menlo
 td.trail { color: var(--muted); font-size: 12px; overflow-wrap: anywhere; }
 .causes span.sw, .buf span.sw { display: inline-block; width: 12px; height: 10px; margin-right: 6px;
   vertical-align: -1px; border-radius: 2px; }
-.buffers.with-roles .buf { grid-template-columns: minmax(120px, 28%) 150px 1fr 160px; }
+.buffers.with-roles .buf { grid-template-columns: minmax(120px, 28%) 180px 1fr 170px; }
+.buf .bytes { white-space: nowrap; }
 .buf .role { color: var(--muted); white-space: nowrap; }
 p.held, p.trade { margin: 6px 0; }
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d5dae3; --bg: #ffffff; --panel: #f6f8fb;
@@ -589,7 +591,8 @@ _SCRIPT = r"""
     figs.appendChild(figure("outputs", f.output_bytes));
     figs.appendChild(figure("aliased", f.alias_bytes));
     figs.appendChild(figure("device total", f.total_bytes, "args + outs − aliased + temp"));
-    figs.appendChild(figure("XLA's peak (peak_bytes)", f.peak_bytes, "largest static buffers + most heap live"));
+    figs.appendChild(figure("XLA's peak (peak_bytes)", f.peak_bytes, mod.peak_covers_temp === false
+      ? "largest static buffers only: XLA records no heap trace here, no temp" : "largest static buffers + most heap live"));
     sec.appendChild(figs);
     for (const note of mod.notes || []) sec.appendChild(el("p", {class: "note"}, note));
 
