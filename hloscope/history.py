@@ -169,6 +169,15 @@ def _value(name: str, v: int | None) -> str:
     return human_bytes(v, digits=1)
 
 
+def as_json(trend_list: list[Trend]) -> dict[str, Any]:
+    """`hloscope history --json`: each step's runs (figures) and jumps (with their sentence)."""
+    return {"steps": [{"step": t.step,
+                       "runs": [{"id": r.id, "time": r.time, "commit": r.commit, "ok": r.ok, "words": r.words,
+                                 "figures": r.figures} for r in t.runs],
+                       "jumps": [{"before": j.before.id, "after": j.after.id, "delta_temp_bytes": j.delta_temp_bytes,
+                                  "sentence": j.sentence} for j in t.jumps]} for t in trend_list]}
+
+
 # ─── text ──────────────────────────────────────────────────────────────────────────────
 
 
@@ -194,8 +203,13 @@ def text(trend_list: list[Trend]) -> str:
 _W, _H, _PAD = 360, 150, 36
 
 
+def _of(run: Run, name: str) -> int | None:
+    """A figure of a run; a role or collective kind the run has none of: 0."""
+    return run.figures.get(name, 0 if name.startswith(("temp.", "collectives.")) else None)
+
+
 def _chart(name: str, runs: tuple[Run, ...], jumps: tuple[Jump, ...]) -> str:
-    values = [r.figures.get(name) for r in runs]
+    values = [_of(r, name) for r in runs]
     known = [v for v in values if v is not None]
     lo, hi = (min(known), max(known)) if known else (0, 1)
     if hi == lo:
@@ -261,7 +275,7 @@ def html(trend_list: list[Trend], title: str = "hloscope trend") -> str:
         names = list(FIGURES_DRAWN) + sorted(
             {k for r in t.runs for k in r.figures} - set(FIGURES_DRAWN),
             key=lambda k: (not k.startswith("temp."), k))
-        changing = [k for k in names if k in FIGURES_DRAWN or len({r.figures.get(k) for r in t.runs}) > 1]
+        changing = [k for k in names if k in FIGURES_DRAWN or len({_of(r, k) for r in t.runs}) > 1]
         body.append(f"<h2>{esc(t.step)} · {len(t.runs)} runs · {len(t.jumps)} jumps of temp memory</h2>")
         body.append('<div class="grid">' + "".join(
             f"<figure><figcaption>{esc(k)}</figcaption>{_chart(k, t.runs, t.jumps)}</figure>" for k in changing)
@@ -278,4 +292,4 @@ def html(trend_list: list[Trend], title: str = "hloscope trend") -> str:
         body.append("<table><tr><th>commit</th><th>time</th><th>check</th>"
                     + "".join(f"<th>{k}</th>" for k in FIGURES_DRAWN) + f"</tr>{rows}</table>")
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+            f'<style>{_STYLE}</style></head><body data-ready="1">{"".join(body)}</body></html>\n')

@@ -104,7 +104,7 @@ class SnapshotCheck:
             history = importlib.import_module("hloscope.history")
             history.record(history_file, snap, step=step,
                            commit=history.commit_id(self.config.getoption("hloscope_commit"), str(self.config.rootpath)),
-                           ok=failure is None, words=words)
+                           ok=failure is None, words=words or failure or "")
         self.taken.append(path)
         if failure is not None:
             pytest.fail(failure, pytrace=False)

@@ -213,7 +213,7 @@ def side(snap: dict[str, Any], label: str = "") -> Side:
         output_bytes=mem["output_bytes"], alias_bytes=mem["alias_bytes"], peak_bytes=mem["peak_bytes"],
         peak_at=peak_at, live_at_peak=tuple(LiveBuffer(r.instruction, r.bytes, r.shape, r.op_name, r.source) for r in rows),
         temp_max_live_bytes=mem["temp_max_live_bytes"], temp_allocation_bytes=mem["temp_allocation_bytes"],
-        platform=key.get("platform") or "cpu",
+        platform=key["platform"],
         other_memory_space_bytes={int(k): v for k, v in mem.get("memory_spaces", {}).items()},
         total_bytes=mem["total_bytes"], notes=tuple(mem.get("notes", ())))
     by_role = {r: snap.get("by_role", {}).get(r, 0) for r in ROLES}

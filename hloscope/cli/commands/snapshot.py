@@ -1,7 +1,7 @@
 import click
 
 from ...snapshots import CUT, SUFFIX, dumps, snapshot as take_snapshot, write
-from . import input_files, load_inputs, module_option, require_scheduled
+from . import input_files, json_option, load_inputs, module_option, require_scheduled
 
 
 @click.command()
@@ -16,7 +16,8 @@ from . import input_files, load_inputs, module_option, require_scheduled
               help="Write source lines relative to DIR (a repository's root), the same on every machine.")
 @click.option("--cut", type=click.IntRange(1), default=CUT, show_default=True,
               help="Buffers kept of each role at the peak (and held all-gathers); the rest are counted.")
-def snapshot(files, module_regex, output, name, jax_version, jaxlib_version, source_root, cut):
+@json_option
+def snapshot(files, module_regex, output, name, jax_version, jaxlib_version, source_root, cut, as_json):
     """Write a small, stable summary of one compilation, to commit and check against.
 
     It keeps the memory figures, the bytes held at the peak by role, each role's largest
@@ -35,8 +36,8 @@ def snapshot(files, module_regex, output, name, jax_version, jaxlib_version, sou
     require_scheduled(loaded, "a snapshot")
     snap = take_snapshot(loaded[0].module, name=name, jax_version=jax_version, jaxlib_version=jaxlib_version, cut=cut,
                          source_root=source_root)
-    if output in (None, "-"):
-        click.echo(dumps(snap), nl=False)
-    else:
+    if output not in (None, "-"):
         write(output, snap)
+    if output in (None, "-") or as_json:
+        click.echo(dumps(snap), nl=False)
     return 0
