@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .analysis.diff import diff as diff_sides
+from .errors import HloscopeError
 from .snapshots import side, validated
 from .units import human_bytes, human_flops
 
@@ -72,9 +73,16 @@ def figures(snap: dict[str, Any]) -> dict[str, int | None]:
     return out
 
 
+class HistoryError(HloscopeError):
+    """A file that is not an SQLite history hloscope can read or append to."""
+
+
 def _connect(path: str) -> sqlite3.Connection:
-    db = sqlite3.connect(path)
-    db.executescript(_SCHEMA)
+    try:
+        db = sqlite3.connect(path)
+        db.executescript(_SCHEMA)
+    except sqlite3.DatabaseError as e:
+        raise HistoryError(f"{path}: error: not an hloscope history (SQLite says: {e})") from None
     return db
 
 
@@ -137,6 +145,8 @@ def trends(path: str) -> list[Trend]:
     db = _connect(path)
     try:
         rows = db.execute("SELECT id, time, commit_id, step, ok, words, snapshot FROM runs ORDER BY id").fetchall()
+    except sqlite3.DatabaseError as e:
+        raise HistoryError(f"{path}: error: not an hloscope history (SQLite says: {e})") from None
     finally:
         db.close()
     by_step: dict[str, list[Run]] = {}

@@ -57,7 +57,6 @@ class SnapshotCheck:
     def __init__(self, request: pytest.FixtureRequest):
         self.request = request
         self.config = request.config
-        self.taken: list[Path] = []
 
     def path(self, name: str | None = None) -> Path:
         """Where the snapshot of this test (and `name`) lives."""
@@ -105,7 +104,6 @@ class SnapshotCheck:
             history.record(history_file, snap, step=step,
                            commit=history.commit_id(self.config.getoption("hloscope_commit"), str(self.config.rootpath)),
                            ok=failure is None, words=words or failure or "")
-        self.taken.append(path)
         if failure is not None:
             pytest.fail(failure, pytrace=False)
         return snap

@@ -110,3 +110,12 @@ def test_the_trend_page_in_chromium(recorded, browser, tmp_path):  # noqa: F811 
     if SCRATCH.is_dir():
         save_screenshot(opened, SCRATCH / "trend.png")
     opened.page.close()
+
+
+def test_a_file_that_is_no_history_is_said_so(tmp_path):
+    bad = tmp_path / "notes.sqlite"
+    bad.write_text("not a database\n" * 100)
+    with pytest.raises(history.HistoryError, match="not an hloscope history"):
+        history.trends(str(bad))
+    run = _run("history", bad)
+    assert run.returncode == 2 and "not an hloscope history" in run.stderr and "Traceback" not in run.stderr
