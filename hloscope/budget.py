@@ -20,13 +20,17 @@ pyproject.toml, with these keys (a standalone file may also use a `[tool.hloscop
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from . import snapshots
 from .analysis.collectives import KNOWN_KINDS
-from .api.compare import diff
-from .api.loading import from_compiled
+from .analysis.diff import DiffResult
+from .analysis.diff import diff as diff_sides
+from .api.compare import diff, side
+from .api.loading import from_compiled, load
 from .encode import Encoded, as_json, extra
 from .errors import HloscopeError
 from .units import human_bytes
@@ -146,8 +150,9 @@ def check(module, max_temp: int | str | None = None, max_collectives: Mapping[st
     `total`) to a count; counts are static unless `dynamic` (then × known trip counts; an
     unknown dynamic count is a violation, with `actual` None). `max_temp` is bytes or a size
     string such as `"40GiB"`. With `baseline` (a Module or jax compiled object of the same
-    program) and `max_growth` (a fraction, or a string such as `"5%"`), temp memory may grow at
-    most that much over the baseline's; the violation's message is the diff's explanation.
+    program, a snapshot's path or data (hloscope.snapshots), or the path of an HLO file) and
+    `max_growth` (a fraction, or a string such as `"5%"`), temp memory may grow at most that
+    much over the baseline's; the violation's message is the diff's explanation.
     """
     module = _as_module(module)
     maxes = _kind_counts(max_collectives, "max_collectives")
@@ -167,8 +172,17 @@ def check(module, max_temp: int | str | None = None, max_collectives: Mapping[st
         if actual > limit:
             out.append(Violation(module.name, "max-temp", "temp", limit, actual))
     if baseline is not None:
-        out.extend(_growth(module, _as_module(baseline), parse_growth(max_growth if max_growth is not None else 0)))
+        out.extend(_growth(module, as_baseline(baseline), parse_growth(max_growth if max_growth is not None else 0)))
     return tuple(out)
+
+
+def as_baseline(baseline):
+    """A baseline as `check` compares with it: a Module, or a snapshot's data (a dict)."""
+    if isinstance(baseline, dict):
+        return snapshots.validated(baseline)
+    if isinstance(baseline, (str, os.PathLike)):
+        return snapshots.read(baseline) if snapshots.looks_like_snapshot(baseline) else load(baseline)
+    return _as_module(baseline)
 
 
 def parse_growth(value: float | str) -> float:
@@ -187,15 +201,44 @@ def parse_growth(value: float | str) -> float:
 
 
 def _growth(module, baseline, growth: float) -> list[Violation]:
-    new, old = temp_bytes(module), temp_bytes(baseline)
+    """The max-growth violation of `module` against `baseline` (a Module or a snapshot's data)."""
+    snap = baseline if isinstance(baseline, dict) else None
+    new = temp_bytes(module)
+    old = snap["memory"]["temp_bytes"] if snap is not None else temp_bytes(baseline)
     allowed = int(old * (1 + growth))
     if new <= allowed:
         return []
-    result = diff(baseline, module, names=("the baseline", "this compilation"))
+    result = growth_diff(module, baseline)
+    return [Violation(module.name, "max-growth", "temp", allowed, new, detail=explanation(result, snap, module))]
+
+
+def growth_diff(module, baseline) -> DiffResult:
+    """The diff of `module` against `baseline` (a Module or a snapshot's data), as a check words it."""
+    names = ("the baseline", "this compilation")
+    if isinstance(baseline, dict):
+        return diff_sides(snapshots.side(baseline), side(module), names=names)
+    return diff(baseline, module, names=names)
+
+
+def explanation(result: DiffResult, snap: dict | None = None, module=None) -> str:
+    """A check's words for a diff against its baseline: the sentence, the leading causes, and
+    against a snapshot what it cannot say (its buffers below the cut, another program's key)."""
     leading = "; ".join(f"{c.role or c.kind} {human_bytes(c.bytes, _EXACT_TO_GIB, sign=True, exact=True)}"
                         for c in result.causes[:3])
-    return [Violation(module.name, "max-growth", "temp", allowed, new,
-                      detail=f"{result.summary} Leading causes: {leading}.")]
+    words = f"{result.summary} Leading causes: {leading}."
+    if snap is None:
+        return words
+    kept = result.a.brief()
+    cut = snapshots.below_cut(kept, [c.role for c in result.causes[:3] if c.role])
+    if cut:
+        words += (f" The baseline is a snapshot naming the {kept.cut} largest buffers of each role; below its cut "
+                  "it counts without naming " + ", ".join(
+                      f"{n} {role.replace('_', ' ')} buffer{'s' if n != 1 else ''} ({human_bytes(b, digits=1)})"
+                      for role, n, b in cut) + ".")
+    other = snapshots.mismatch(snap, module) if module is not None else None
+    if other:
+        words += f" Note: {other}."
+    return words
 
 
 def assert_budget(module_or_compiled, max_temp: int | str | None = None,

@@ -15,6 +15,12 @@ control-flow wrappers removed and the shape, then what is left by the op_name an
 line alone (the same op at another size), and for entry parameters the JAX pytree path.
 The diff also puts the collectives and the held gathers of both sides next to each other,
 and says where each peak is.
+
+The causes, the sentence and the explanation read of each side only its `Brief`: per role,
+the temp bytes at the peak, where they are held and the largest buffers; the held gathers'
+count and bytes. A module's brief is worked out from its results; a snapshot (a side kept
+as a small file, hloscope.snapshot) stores its own, cut to the largest buffers of each role,
+so a check against a snapshot says what a check against the module says.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from .explain import Explanation, explain
 from .gathers import GathersResult
 from .match import match_buffers
 from .memory import MemoryAnalysis
-from .roles import ROLES, RolesAtPeak
+from .roles import ROLES, RoleBuffer, RolesAtPeak
 
 ROLE_WORDS = {
     "parameters": "parameters",
@@ -46,6 +52,74 @@ ROLE_WORDS = {
 
 
 @dataclass(frozen=True)
+class Place(Encoded):
+    """Some of a role's temp bytes at the peak, by the place that holds them."""
+
+    place: str | None
+    """`RoleBuffer.held_in`: a collective's kind, `for all-reduce` (waiting for one), `loop`,
+    or None (no place holds them)."""
+    bytes: int
+    instructions: int
+    """Distinct instructions holding them (the elements of one combined collective once)."""
+
+
+@dataclass(frozen=True)
+class RoleAtPeak(Encoded):
+    """One role's temp buffers live at a side's peak, as much as the diff reads of them."""
+
+    role: str
+    bytes: int
+    """All of them (the side's `temp_by_role`)."""
+    buffers: int
+    """How many there are."""
+    places: tuple[Place, ...]
+    """Their bytes by place, each place where the largest buffer it holds ranks."""
+    largest: tuple[RoleBuffer, ...]
+    """The largest first: every one, or a snapshot's first `cut`."""
+
+    @property
+    def below_cut_bytes(self) -> int:
+        """Bytes of the buffers `largest` leaves out (a snapshot's cut)."""
+        return self.bytes - sum(r.bytes for r in self.largest)
+
+
+def role_at_peak(role: str, rows, cut: int | None = None) -> RoleAtPeak:
+    """The RoleAtPeak of `rows`, a role's temp buffers at the peak, largest first."""
+    places: dict[str | None, list] = {}
+    for r in rows:
+        entry = places.setdefault(r.held_in, [0, set()])
+        entry[0] += r.bytes
+        entry[1].add(r.instruction.split("{", 1)[0])
+    return RoleAtPeak(role, sum(r.bytes for r in rows), len(rows),
+                      tuple(Place(p, n, len(names)) for p, (n, names) in places.items()),
+                      tuple(rows if cut is None else rows[:cut]))
+
+
+@dataclass(frozen=True)
+class Brief(Encoded):
+    """What the diff reads of a side beyond its memory figures, collectives and cost."""
+
+    temp: dict[str, RoleAtPeak]
+    """Role → its temp buffers at the peak (roles with none left out)."""
+    held_gathers: int
+    """How many all-gathers stay live from forward into backward (analysis.gathers)."""
+    held_bytes: int
+    held_bytes_at_peak: int
+    cut: int | None = None
+    """How many buffers of each role `temp` names (None: every one)."""
+
+
+def side_brief(roles: RolesAtPeak, gathers: GathersResult, cut: int | None = None) -> Brief:
+    """A side's Brief from its roles at the peak and its held gathers."""
+    rows: dict[str, list] = {}
+    for r in roles.buffers:
+        if r.where == "temp":
+            rows.setdefault(r.role, []).append(r)
+    return Brief({role: role_at_peak(role, rows[role], cut) for role in ROLES if role in rows},
+                 len(gathers.held), gathers.held_bytes, gathers.held_bytes_at_peak, cut)
+
+
+@dataclass(frozen=True)
 class Side:
     """What one module brings to the diff: its analyses' results."""
 
@@ -56,6 +130,13 @@ class Side:
     cost: CostResult | None = None
     """Its totals, and of its instructions those that recompute the most (`in_brief`)."""
     label: str = ""
+    kept: Brief | None = None
+    """A side cut short (a snapshot's, whose `roles` and `gathers` hold only their largest
+    buffers) carries its Brief; None: worked out from `roles` and `gathers`."""
+
+    def brief(self) -> Brief:
+        """What the diff reads of this side (see Brief)."""
+        return self.kept if self.kept is not None else side_brief(self.roles, self.gathers)
 
 
 def _side_json(side: Side) -> dict[str, Any]:
@@ -63,9 +144,10 @@ def _side_json(side: Side) -> dict[str, Any]:
     return {**side.memory.to_dict(), "label": side.label, "by_role": dict(side.roles.by_role)}
 
 
-def _held_json(g: GathersResult) -> dict[str, Any]:
-    return {"count": len(g.held), "held_bytes": g.held_bytes, "held_bytes_at_peak": g.held_bytes_at_peak,
-            "instructions": [h.instruction for h in g.held]}
+def _held_json(side: Side) -> dict[str, Any]:
+    k = side.brief()
+    return {"count": k.held_gathers, "held_bytes": k.held_bytes, "held_bytes_at_peak": k.held_bytes_at_peak,
+            "instructions": [h.instruction for h in side.gathers.held]}
 
 
 @dataclass(frozen=True)
@@ -106,7 +188,7 @@ class DiffResult(Encoded):
         extra("explained_bytes", after="summary"),
         extra("peaks", lambda d: {"a": d.a.memory.peak_at, "b": d.b.memory.peak_at}),
         extra("collectives", lambda d: d.collectives_delta()),
-        extra("held_gathers", lambda d: {"a": _held_json(d.a.gathers), "b": _held_json(d.b.gathers)}),
+        extra("held_gathers", lambda d: {"a": _held_json(d.a), "b": _held_json(d.b)}),
         extra("cost", lambda d: d.trade()),
     )
 
@@ -171,22 +253,20 @@ def _percent(new: int, old: int) -> str:
     return f"{100 * (new - old) / old:+.0f}%"
 
 
-def _temp_rows(roles: RolesAtPeak, role: str) -> list:
-    return [b for b in roles.buffers if b.where == "temp" and b.role == role]
-
-
 def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) -> DiffResult:
     """Explain B's temp memory against A's (see this module's docstring)."""
+    ka, kb = a.brief(), b.brief()
     causes = []
     for role in ROLES:
-        ra, rb = a.roles.temp_by_role.get(role, 0), b.roles.temp_by_role.get(role, 0)
+        ta, tb = ka.temp.get(role), kb.temp.get(role)
+        ra, rb = (ta.bytes if ta else 0), (tb.bytes if tb else 0)
         if ra == rb:
             continue
-        rows_a, rows_b = _temp_rows(a.roles, role), _temp_rows(b.roles, role)
+        rows_a, rows_b = (ta.largest if ta else ()), (tb.largest if tb else ())
         pairs = match_buffers(rows_a, rows_b)
         causes.append(Cause(
             kind="role", role=role, bytes=rb - ra, a_bytes=ra, b_bytes=rb,
-            description=_describe(role, ra, rb, rows_a, rows_b),
+            description=_describe(role, ra, rb, ta, tb),
             instructions={"a": tuple(_row(r, pairs.get(("a", r.instruction))) for r in rows_a[:top]),
                           "b": tuple(_row(r, pairs.get(("b", r.instruction))) for r in rows_b[:top])},
         ))
@@ -207,8 +287,8 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
                             description=_backend_words(a.memory, b.memory, bb > ba, names)))
     causes.sort(key=lambda c: (-abs(c.bytes), c.kind, c.role or ""))
     result = DiffResult(a, b, "", tuple(causes), names)
-    why = _explanation(result)
-    summary = _summary(result)
+    why = _explanation(result, ka, kb)
+    summary = _summary(result, ka, kb)
     if why is not None and why.words:
         summary = f"{summary[:-1]}. {why.words[0].upper()}{why.words[1:]}."
     if why is not None and why.lever is not None:
@@ -222,17 +302,18 @@ def _lead(d: DiffResult) -> Cause | None:
     return next((c for c in d.causes if (c.bytes > 0) == (delta > 0)), None) if delta else None
 
 
-def _explanation(d: DiffResult) -> Explanation | None:
+def _explanation(d: DiffResult, ka: Brief, kb: Brief) -> Explanation | None:
     lead = _lead(d)
     if lead is None or lead.kind != "role":
         return None
     more = d.delta_temp_bytes > 0
     keeper, other = (d.b, d.a) if more else (d.a, d.b)
+    kept = kb if more else ka
     names = (d.names[1], d.names[0]) if more else d.names
     recompute = ((keeper.cost.recompute_flops, other.cost.recompute_flops)
                  if keeper.cost is not None and other.cost is not None else None)
-    return explain(lead.role, names[0], names[1], _temp_rows(keeper.roles, lead.role), keeper.collectives,
-                   other.collectives, keeper.gathers, recompute)
+    return explain(lead.role, names[0], names[1], kept.temp.get(lead.role), keeper.collectives,
+                   other.collectives, (kept.held_gathers, kept.held_bytes_at_peak), recompute)
 
 
 def _backend_words(a: MemoryAnalysis, b: MemoryAnalysis, more: bool, names: tuple[str, str]) -> str:
@@ -249,34 +330,31 @@ def _row(r, matched: str | None) -> dict[str, Any]:
             "source": r.source, "matched": matched}
 
 
-def _describe(role: str, ra: int, rb: int, rows_a, rows_b) -> str:
+def _describe(role: str, ra: int, rb: int, ta: RoleAtPeak | None, tb: RoleAtPeak | None) -> str:
     words = ROLE_WORDS[role]
-    more, rows = ("B", rows_b) if rb > ra else ("A", rows_a)
-    where = _collective_homes(rows)
+    more, held = ("B", tb) if rb > ra else ("A", ta)
+    where = _collective_homes(held)
     return f"{more} keeps more {words} live at its peak" + (f" ({where})" if where else "")
 
 
-def _collective_homes(rows) -> str:
-    """`in 3 all-reduces` when the largest buffers of a cause are held by collectives (elements
-    of one combined collective count once)."""
-    kinds: dict[str, set[str]] = {}
-    for r in rows:
-        if r.held_in not in (None, "loop") and not r.held_in.startswith("for "):
-            kinds.setdefault(r.held_in, set()).add(r.instruction.split("{", 1)[0])
-    return ", ".join(f"in {len(n)} {k}{'s' if len(n) != 1 else ''}" for k, n in kinds.items())
+def _collective_homes(held: RoleAtPeak | None) -> str:
+    """`in 3 all-reduces` when buffers of a cause are held by collectives (elements of one
+    combined collective count once)."""
+    homes = [p for p in (held.places if held else ()) if p.place not in (None, "loop") and not p.place.startswith("for ")]
+    return ", ".join(f"in {p.instructions} {p.place}{'s' if p.instructions != 1 else ''}" for p in homes)
 
 
 def _human(n: float) -> str:
     return human_bytes(abs(n), digits=1)
 
 
-def _summary(d: DiffResult) -> str:
+def _summary(d: DiffResult, ka: Brief, kb: Brief) -> str:
     """The diff's sentence, its first letter a capital whatever the sides are called."""
-    text = _sentence(d)
+    text = _sentence(d, ka, kb)
     return text[:1].upper() + text[1:]
 
 
-def _sentence(d: DiffResult) -> str:
+def _sentence(d: DiffResult, ka: Brief, kb: Brief) -> str:
     delta = d.delta_temp_bytes
     base = d.a.memory.temp_bytes
     name_a, name_b = d.names
@@ -293,9 +371,10 @@ def _sentence(d: DiffResult) -> str:
         return f"{head}: mostly the backend's report: {lead.description} ({_human(lead.bytes)})."
     keeper, other = (name_b, name_a) if delta > 0 else (name_a, name_b)
     kept, other_kept = (lead.b_bytes, lead.a_bytes) if delta > 0 else (lead.a_bytes, lead.b_bytes)
-    rows = [r for r in (d.b if delta > 0 else d.a).roles.buffers if r.where == "temp" and r.role == lead.role]
-    names = ", ".join(r.instruction for r in rows[:3]) + (", ..." if len(rows) > 3 else "")
-    where = _collective_homes(rows)
+    held = (kb if delta > 0 else ka).temp.get(lead.role)
+    rows = held.largest if held else ()
+    names = ", ".join(r.instruction for r in rows[:3]) + (", ..." if held and held.buffers > 3 else "")
+    where = _collective_homes(held)
     tail = f"which {other} does not" if other_kept == 0 else f"against {_human(other_kept)} in {other}"
     return (f"{head}: at its peak {keeper} keeps {_human(kept)} of {ROLE_WORDS[lead.role]}"
             f"{' ' + where if where else ''} ({names}), {tail}.")

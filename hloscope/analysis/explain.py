@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from ..encode import Encoded
 from ..units import human_bytes, human_flops
 from .collectives import CollectivesResult
-from .gathers import GathersResult
-from .roles import RoleBuffer
 
 REDUCTIONS = ("all-reduce", "reduce-scatter")
 _WAITING = {f"for {k}": k for k in REDUCTIONS}
@@ -73,14 +71,12 @@ class Explanation(Encoded):
     lever: Lever | None
 
 
-def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
-    """The mechanism behind a role's bytes at the peak, from where most of them are held."""
-    if role is None or not rows:
+def mechanism(role: str | None, held) -> str | None:
+    """The mechanism behind a role's bytes at the peak (`held`, a diff's RoleAtPeak), from the
+    place that holds most of them."""
+    if role is None or held is None or not held.places:
         return None
-    held: dict[str | None, int] = {}
-    for r in rows:
-        held[r.held_in] = held.get(r.held_in, 0) + r.bytes
-    place = max(held, key=lambda k: held[k])
+    place = max(held.places, key=lambda p: p.bytes).place  # the first of equals
     if role == "gradients":
         if place in REDUCTIONS or place in _WAITING:
             return "gradients_in_reductions"
@@ -90,17 +86,11 @@ def mechanism(role: str | None, rows: list[RoleBuffer]) -> str | None:
     return {"activations": "saved_activations", "gathered_parameters": "gathered_weights"}.get(role)
 
 
-def _reductions(rows: list[RoleBuffer]) -> tuple[dict[str, set[str]], int]:
-    """The reductions the gradients sit in (each instruction once), by kind, and the bytes of
+def _reductions(held) -> tuple[dict[str, int], int]:
+    """The reductions the gradients sit in (distinct instructions by kind), and the bytes of
     the gradients in them or waiting for one."""
-    kinds: dict[str, set[str]] = {}
-    waiting = 0
-    for r in rows:
-        kind = r.held_in if r.held_in in REDUCTIONS else _WAITING.get(r.held_in)
-        if kind is not None:
-            waiting += r.bytes
-            if r.held_in in REDUCTIONS:
-                kinds.setdefault(kind, set()).add(r.instruction.split("{", 1)[0])
+    kinds = {p.place: p.instructions for p in held.places if p.place in REDUCTIONS}
+    waiting = sum(p.bytes for p in held.places if p.place in REDUCTIONS or p.place in _WAITING)
     return kinds, waiting
 
 
@@ -113,18 +103,20 @@ def _in_loop(collectives: CollectivesResult) -> list[str]:
     return [k for k in REDUCTIONS if (collectives.tally(k).dynamic_count or 0) > collectives.tally(k).count]
 
 
-def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
+def explain(role: str | None, keeper: str, other: str, held,
             keeper_collectives: CollectivesResult, other_collectives: CollectivesResult,
-            keeper_gathers: GathersResult, recompute: tuple[int, int] | None = None) -> Explanation:
+            keeper_gathers: tuple[int, int], recompute: tuple[int, int] | None = None) -> Explanation:
     """The leading cause `role`, held more by `keeper` (its buffers of that role at its peak:
-    `rows`), against `other`. `recompute`: FLOPs recomputed by (keeper, other)."""
-    kind = mechanism(role, rows)
-    total = sum(r.bytes for r in rows)
+    `held`, a diff's RoleAtPeak), against `other`. `keeper_gathers`: how many all-gathers the
+    keeper holds from forward into backward, and their bytes at its peak. `recompute`: FLOPs
+    recomputed by (keeper, other)."""
+    kind = mechanism(role, held)
+    total = held.bytes if held is not None else 0
     words = []
     if kind == "gradients_in_reductions":
-        kinds, waiting = _reductions(rows)
-        homes = ", ".join(_plural(len(n), k) for k, n in kinds.items())
-        waited = sorted({_WAITING[r.held_in] for r in rows if r.held_in in _WAITING})
+        kinds, waiting = _reductions(held)
+        homes = ", ".join(_plural(n, k) for k, n in kinds.items())
+        waited = sorted({_WAITING[p.place] for p in held.places if p.place in _WAITING})
         where = (f"in {homes}" if homes else "") + (" and " if homes and waited else "") + (
             f"waiting for {' and '.join(k + 's' for k in waited)}" if waited else "")
         words.append(f"{keeper} holds full-size gradients {where} at its peak ({human_bytes(waiting, digits=1)})"
@@ -136,7 +128,7 @@ def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
     elif kind == "gradient_accumulators":
         words.append(f"{keeper} carries gradients across a loop (accumulators, {human_bytes(total, digits=1)})")
     elif kind == "gradients_being_formed":
-        forming = sum(r.bytes for r in rows if r.held_in is None)
+        forming = sum(p.bytes for p in held.places if p.place is None)
         words.append(f"{keeper}'s peak falls while its backward pass forms gradients, before they are reduced or "
                      f"accumulated ({human_bytes(forming, digits=1)})")
     elif kind == "saved_activations":
@@ -145,10 +137,10 @@ def explain(role: str | None, keeper: str, other: str, rows: list[RoleBuffer],
             words.append(f"{other} recomputes {human_flops(recompute[1] - recompute[0])} more in its backward pass instead")
     elif kind == "gathered_weights":
         words.append(f"{keeper} keeps all-gathered weights live at its peak ({human_bytes(total, digits=1)})")
-    if kind != "gathered_weights" and keeper_gathers.held:
-        n = len(keeper_gathers.held)
+    n, at_peak = keeper_gathers
+    if kind != "gathered_weights" and n:
         words.append(f"not the {'held all-gather' if n == 1 else f'{n} held all-gathers'}: "
-                     f"{human_bytes(keeper_gathers.held_bytes_at_peak, digits=1)} of {'it' if n == 1 else 'them'} "
+                     f"{human_bytes(at_peak, digits=1)} of {'it' if n == 1 else 'them'} "
                      f"is live at {keeper}'s peak")
     lever = next((lv for lv in LEVERS if lv.mechanism == kind), None)
     return Explanation(kind, "; ".join(words), lever)
