@@ -37,14 +37,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "FLOPs, bytes accessed and collective bytes of one step; a roofline estimate."),
     "check": ("hloscope.cli.commands.check:check",
               "Exit 1 when a module exceeds a budget or grows past its baseline."),
-    "stats": ("hloscope.cli.commands.stats:stats",
-              "Modules, computations, instructions and the opcode histogram."),
-    "export": ("hloscope.cli.commands.export:export",
-               "The parsed module as JSON, GraphML or Graphviz dot."),
     "snapshot": ("hloscope.cli.commands.snapshot:snapshot",
                  "A small, stable summary of one compilation, to commit and check against."),
     "history": ("hloscope.cli.commands.history:history",
                 "The trend of a check history: each figure over commits, every jump explained."),
+    "stats": ("hloscope.cli.commands.stats:stats",
+              "Modules, computations, instructions and the opcode histogram."),
+    "export": ("hloscope.cli.commands.export:export",
+               "The parsed module as JSON, GraphML or Graphviz dot."),
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
