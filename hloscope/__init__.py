@@ -30,6 +30,7 @@ _EXPORTS = {
     "parse": "api.loading",
     "parse_all": "api.loading",
     "Shape": "ir.shape",
+    "sweep": "sweep",
 }
 
 
@@ -65,4 +66,5 @@ __all__ = [
     "load_all",
     "parse",
     "parse_all",
+    "sweep",
 ]

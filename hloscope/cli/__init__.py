@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "gathers": "hloscope.cli.commands.gathers:gathers",
     "diff": "hloscope.cli.commands.diff:diff",
     "cost": "hloscope.cli.commands.cost:cost",
+    "sweep": "hloscope.cli.commands.sweep:sweep",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
