@@ -16,7 +16,7 @@ from .grid import label
 from .result import SweepResult, Variant
 
 WIDTH, HEIGHT = 760, 380
-LEFT, RIGHT, TOP, BOTTOM = 78, 24, 20, 48
+LEFT, RIGHT, TOP, BOTTOM = 78, 44, 20, 48
 
 
 def _e(text) -> str:
@@ -140,7 +140,6 @@ def _diff_panel(result: SweepResult, index: int) -> str:
             trade = d.trade()
             inner = (f"<h3>rank {v.rank} ({_e(label(v.knobs))}) against the best, rank 1 ({_e(label(best.knobs))})</h3>"
                      f"<p class='summary'>{_e(d.summary)}</p>"
-                     + (f"<p>{_e(d.explanation.words)}</p>" if d.explanation and d.explanation.words else "")
                      + (f"<p>{_e(trade_sentence(d, trade))}</p>" if trade else "")
                      + "<table class='causes'><thead><tr><th>change</th><th>best</th><th>this</th><th>cause</th>"
                        f"<th>what</th></tr></thead><tbody>{causes}</tbody></table>"

@@ -172,21 +172,20 @@ def rank_key(v: Variant) -> tuple:
     return (0 if v.fits else 1, time_, v.total_bytes)
 
 
-def _why(rows: list[Variant]) -> tuple[list[Variant], dict[int, tuple[int, str]]]:
-    """Each variant's diff against its best-ranked neighbour one knob apart: the sentence, and
-    (index of the neighbour, knob) per variant."""
-    out, pairs = [], {}
-    for i, v in enumerate(rows):
-        near = [(j, k) for j, w in enumerate(rows) if w.ok and j != i and (k := one_apart(v.knobs, w.knobs))]
+def _why(rows: list[Variant]) -> list[Variant]:
+    """Each variant with the sentence of its diff against its best-ranked neighbour one knob
+    apart (`rows` are ranked: the lowest index is the best), and that neighbour's knobs."""
+    out = []
+    for v in rows:
+        near = [(j, k) for j, w in enumerate(rows) if w.ok and w is not v and (k := one_apart(v.knobs, w.knobs))]
         if not v.ok or not near:
             out.append(v)
             continue
-        j, knob = min(near)  # rows are ranked: the lowest index is the best
+        j, knob = min(near)
         n = rows[j]
         d = diff(load(n.hlo), load(v.hlo), names=(f"{knob}={n.knobs[knob]}", f"{knob}={v.knobs[knob]}"))
         out.append(replace(v, why=d.summary, neighbour=dict(n.knobs)))
-        pairs[i] = (j, knob)
-    return out, pairs
+    return out
 
 
 def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | Target, *,
@@ -250,7 +249,7 @@ def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | T
             for k, e in zip(all_knobs, entries)]
     rows.sort(key=rank_key)
     rows = [replace(v, rank=n) for n, v in enumerate(rows, 1)]
-    rows, _ = _why(rows)
+    rows = _why(rows)
     to_best = {}
     if diffs_to_best and rows and rows[0].ok:
         best = rows[0]
