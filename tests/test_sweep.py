@@ -167,6 +167,43 @@ def test_a_variant_whose_factory_raises_is_a_row_with_its_error(runs):
     assert row["error"] == bad.error and row["temp_bytes"] is None and row["fits"] is None and row["hlo"] is None
 
 
+FAILING = """
+import time
+
+
+def step(devices, how):
+    import jax
+    import jax.numpy as jnp
+
+    if how == "slow":
+        time.sleep(120)
+    if how == "greedy":
+        hog = b"x" * (2 << 30)  # written, so resident
+        time.sleep(120)
+    # "bad": traces, then fails to lower: the contracting dimensions differ
+    return (lambda x: x @ x), (jax.ShapeDtypeStruct((2, 3), jnp.float32),)
+"""
+
+
+def test_a_compile_that_fails_runs_too_long_or_takes_too_much_memory_is_a_row(tmp_path):
+    script = tmp_path / "failing.py"
+    script.write_text(FAILING)
+    spec = importlib.util.spec_from_file_location("failing", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cache = tmp_path / "cache"
+    r = hloscope.sweep(module.step, {"how": ["bad", "slow", "greedy"]}, target="cpu:8", jobs=3, timeout=10,
+                       worker_memory="1GiB", cache_dir=str(cache))
+    errors = {v.knobs["how"]: v.error for v in r.variants}
+    assert errors["bad"].startswith("the compile failed: TypeError: dot_general requires contracting dimensions"), errors
+    assert errors["slow"] == "timed out after 10 s"
+    assert errors["greedy"].startswith("out of host memory: the compile used ") and errors["greedy"].endswith(
+        "more than the 1.0 GiB a worker may (--worker-memory)")
+    assert r.factory == f"{script}:step" and [v.rank for v in r.variants] == [1, 2, 3]
+    # Only the compile's failure is a fact of the script and its knobs: it alone is kept.
+    assert [p.name for p in cache.glob("*/*")] == ["error.json"]
+
+
 def test_a_rerun_compiles_nothing(runs):
     first, again = runs["first"], runs["again"]
     first_seconds, again_seconds = runs["seconds"]
@@ -186,8 +223,8 @@ def _rows(result) -> list[dict]:
 
 
 def test_a_local_dask_cluster_gives_the_same_rows(request, tmp_path):
-    """Half the variants compiled by the tasks of a local Dask cluster of two workers (the
-    other half copied from the local run's cache, to keep the test short): the same rows."""
+    """Two variants compiled by the tasks of a local Dask cluster of two workers (the other six
+    copied from the local run's cache, to keep the test short): the same rows."""
     try:
         import distributed
     except ImportError:
@@ -198,14 +235,14 @@ def test_a_local_dask_cluster_gives_the_same_rows(request, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     for v in runs["first"].variants:
-        if v.knobs["mesh"] == "fsdp":
+        if (v.knobs["remat"], v.knobs["accum"]) != ("full", 2):
             entry = Path(v.hlo).parent
             shutil.copytree(entry, cache / entry.name)
     # Two Dask workers in this process (threads): each task still compiles in a fresh process.
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         r = hloscope.sweep(FACTORY, GRID, target="cpu:8", cluster=cluster.scheduler_address, cache_dir=str(cache),
                            roofline="h100")
-    assert r.compiled == 4 and sorted(v.knobs["mesh"] for v in r.variants if not v.cached) == ["hsdp"] * 4
+    assert r.compiled == 2 and sorted(v.knobs["mesh"] for v in r.variants if not v.cached) == ["fsdp", "hsdp"]
     assert _rows(r) == _rows(runs["first"])
 
 
@@ -233,6 +270,9 @@ def test_the_command_line_json_and_table(runs, tmp_path):
 
 
 def test_grid_and_target_parsing():
+    import hloscope.sweep.targets  # the package reached first: hloscope.sweep is still the function's way in
+
+    assert callable(hloscope.sweep)
     assert parse_grid(["remat=none,full", "accum=1,2,4", "lr=0.5"]) == {"remat": ["none", "full"], "accum": [1, 2, 4],
                                                                          "lr": [0.5]}
     t = parse_target("tpu-v5e:2x4")
@@ -248,7 +288,7 @@ _ACCELERATED: dict = {}
 
 
 def _on_accelerator(target: str, cache: Path):
-    """The factory swept over accumulation 1 and 2 on `target`, without the device (once per target)."""
+    """The factory's accumulating step with full remat on `target`, without the device (once per target)."""
     if target not in _ACCELERATED:
         try:
             check_plugins(parse_target(target))
@@ -256,15 +296,15 @@ def _on_accelerator(target: str, cache: Path):
             if os.environ.get("CI"):
                 raise
             pytest.skip(f"the accelerators extra is missing: {e}")
-        _ACCELERATED[target] = hloscope.sweep(FACTORY, {"remat": ["full"], "accum": [1, 2], "mesh": ["hsdp"]},
-                                              target=target, jobs=2, cache_dir=str(cache))
+        _ACCELERATED[target] = hloscope.sweep(FACTORY, {"remat": ["full"], "accum": [2], "mesh": ["hsdp"]},
+                                              target=target, cache_dir=str(cache))
     return _ACCELERATED[target]
 
 
 @pytest.mark.parametrize("target", ACCELERATORS)
 def test_the_same_factory_on_an_accelerator_without_the_device(target, tmp_path_factory):
     r = _on_accelerator(target, tmp_path_factory.mktemp("accelerated"))
-    assert r.compiled == 2 and r.hbm_bytes == parse_target(target).hbm_bytes
+    assert r.compiled == 1 and r.hbm_bytes == parse_target(target).hbm_bytes
     for v in r.variants:
         assert v.ok, v.error
         # XLA's own figures of this compilation, as the worker read them from memory_analysis().
@@ -279,8 +319,8 @@ def test_the_same_factory_on_an_accelerator_without_the_device(target, tmp_path_
     "h100:8",
     pytest.param("tpu-v5e:2x4", marks=pytest.mark.xfail(
         strict=True, raises=AssertionError,
-        reason="hloscope's TPU model gives the accum=2 step a 1.2 MB HBM temp allocation (temp 2.4 MB) where "
-               "libtpu 0.0.42 reports temp 0 (its temporaries in VMEM); accum=1 agrees")),
+        reason="hloscope's TPU model gives this accum=2 step a 1.2 MB HBM temp allocation (temp 2.5 MB) where "
+               "libtpu 0.0.42 reports temp 0 (its temporaries in VMEM); the accum=1 step agrees (0)")),
 ])
 def test_temp_on_an_accelerator_is_xla_s(target, tmp_path_factory):
     r = _on_accelerator(target, tmp_path_factory.mktemp("accelerated"))
