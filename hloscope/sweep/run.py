@@ -9,6 +9,7 @@ analyses of a text already read come from hloscope's own result cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 from importlib import metadata
@@ -20,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..analysis.roofline import roofline as estimate
@@ -149,9 +150,9 @@ def _keep(directory: str, answer: dict) -> dict:
     return {"hlo": None, "xla": None, "error": answer["error"]}
 
 
-def _read(knobs: dict, entry: dict, target: Target, hbm: int | None, roofline: str | None) -> Variant:
+def _read(read: Callable, knobs: dict, entry: dict, hbm: int | None, roofline: str | None) -> Variant:
     """hloscope's reading of one compiled text (memory, cost, held gathers, roofline)."""
-    module = load(entry["hlo"])
+    module = read(entry["hlo"])
     memory, cost, gathers = module.memory(), module.cost(), module.held_gathers()
     est = estimate(cost, roofline) if roofline else None
     return Variant(knobs=knobs, rank=0, temp_bytes=memory.temp_bytes, argument_bytes=memory.argument_bytes,
@@ -172,7 +173,7 @@ def rank_key(v: Variant) -> tuple:
     return (0 if v.fits else 1, time_, v.total_bytes)
 
 
-def _why(rows: list[Variant]) -> list[Variant]:
+def _why(read: Callable, rows: list[Variant]) -> list[Variant]:
     """Each variant with the sentence of its diff against its best-ranked neighbour one knob
     apart (`rows` are ranked: the lowest index is the best), and that neighbour's knobs."""
     out = []
@@ -183,9 +184,57 @@ def _why(rows: list[Variant]) -> list[Variant]:
             continue
         j, knob = min(near)
         n = rows[j]
-        d = diff(load(n.hlo), load(v.hlo), names=(f"{knob}={n.knobs[knob]}", f"{knob}={v.knobs[knob]}"))
+        d = diff(read(n.hlo), read(v.hlo), names=(f"{knob}={n.knobs[knob]}", f"{knob}={v.knobs[knob]}"))
         out.append(replace(v, why=d.summary, neighbour=dict(n.knobs)))
     return out
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Where and how the compiles run (see `sweep`'s arguments of the same names)."""
+
+    jobs: int = 1
+    cluster: Any = None
+    python: str | None = None
+    timeout: float = 1800.0
+    worker_memory: int | str | None = None
+
+    def memory_limit(self, variants: int) -> int | None:
+        """What one compile may hold: `worker_memory`, else (locally) the available memory
+        shared by the compiles that run at once."""
+        if self.worker_memory is not None:
+            return parse_size(self.worker_memory)
+        free = available_memory() if self.cluster is None else None
+        return free // max(1, min(self.jobs, variants)) if free else None
+
+    def run(self, requests: list[dict]):
+        limit = self.memory_limit(len(requests))
+        if self.cluster is not None:
+            return run_on_cluster(requests, self.cluster, self.python, self.timeout, limit)
+        return run_local(requests, self.jobs, self.python, self.timeout, limit)
+
+
+def _compiled(script: str, text: str, function: str, knobs: list[dict], target: Target, directory: str,
+              workers: Workers, progress: Progress | None) -> tuple[list[dict], int]:
+    """Each variant's cache entry (`_kept`), compiling those the cache lacks; and how many were compiled."""
+    jax = jax_version(workers.python)
+    flags = os.environ.get("XLA_FLAGS", "")
+    paths = [os.path.join(directory, cache_key(text, function, k, target, jax, flags)) for k in knobs]
+    entries: list[dict | None] = []
+    for path in paths:
+        kept = _kept(path)
+        entries.append(dict(kept, cached=True) if kept else None)
+    todo = [i for i, e in enumerate(entries) if e is None]
+    if progress:
+        progress(0, len(todo), "compiling" if todo else "all variants cached")
+    if todo:
+        answers = workers.run([_request(script, text, function, knobs[i], target) for i in todo])
+        for done, (n, answer) in enumerate(answers, 1):
+            i = todo[n]
+            entries[i] = _keep(paths[i], answer)
+            if progress:
+                progress(done, len(todo), label(knobs[i]))
+    return entries, len(todo)  # type: ignore[return-value]
 
 
 def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | Target, *,
@@ -220,42 +269,21 @@ def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | T
     roofline = roofline or target.roofline
     with open(script) as f:
         text = f.read()
-    directory = cache_dir or default_cache_dir()
-    jax = jax_version(python)
-    flags = os.environ.get("XLA_FLAGS", "")
-    all_knobs = variants(grid)
-    paths = [os.path.join(directory, cache_key(text, function, k, target, jax, flags)) for k in all_knobs]
-    entries: list[dict | None] = []
-    for path in paths:
-        kept = _kept(path)
-        entries.append(dict(kept, cached=True) if kept else None)
-    todo = [i for i, e in enumerate(entries) if e is None]
-    if progress:
-        progress(0, len(todo), "compiling" if todo else "all variants cached")
-    if todo:
-        per_worker = parse_size(worker_memory) if worker_memory is not None else None
-        if per_worker is None and cluster is None:
-            free = available_memory()
-            per_worker = free // max(1, min(jobs, len(todo))) if free else None
-        requests = [_request(script, text, function, all_knobs[i], target) for i in todo]
-        runs = (run_on_cluster(requests, cluster, python, timeout, per_worker) if cluster is not None
-                else run_local(requests, jobs, python, timeout, per_worker))
-        for done, (n, answer) in enumerate(runs, 1):
-            i = todo[n]
-            entries[i] = _keep(paths[i], answer)
-            if progress:
-                progress(done, len(todo), label(all_knobs[i]))
-    rows = [(_read(k, e, target, limit, roofline) if e["error"] is None else Variant(knobs=k, rank=0, error=e["error"]))
-            for k, e in zip(all_knobs, entries)]
+    knobs = variants(grid)
+    entries, compiled = _compiled(script, text, function, knobs, target, cache_dir or default_cache_dir(),
+                                  Workers(jobs, cluster, python, timeout, worker_memory), progress)
+    # The last few modules read stay at hand: each is diffed against its neighbour and the best.
+    read = functools.lru_cache(maxsize=4)(load)
+    rows = [(_read(read, k, e, limit, roofline) if e["error"] is None else Variant(knobs=k, rank=0, error=e["error"]))
+            for k, e in zip(knobs, entries)]
     rows.sort(key=rank_key)
-    rows = [replace(v, rank=n) for n, v in enumerate(rows, 1)]
-    rows = _why(rows)
+    rows = _why(read, [replace(v, rank=n) for n, v in enumerate(rows, 1)])
     to_best = {}
     if diffs_to_best and rows and rows[0].ok:
         best = rows[0]
         for i, v in enumerate(rows[1:], 1):
             if v.ok:
-                to_best[i] = diff(load(best.hlo), load(v.hlo), names=(label(best.knobs), label(v.knobs)))
+                to_best[i] = diff(read(best.hlo), read(v.hlo), names=(label(best.knobs), label(v.knobs)))
     notes = []
     if roofline is None:
         notes.append(f"{target.name}: no published peaks to estimate a step time with (pass roofline=..., "
@@ -264,7 +292,7 @@ def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | T
         notes.append(f"{target.name}: no device memory to fit in (pass hbm=..., --hbm); every variant fits")
     shown = factory if isinstance(factory, str) else f"{script}:{function}"
     return SweepResult(target=target.name, hbm_bytes=limit, roofline=roofline, factory=shown,
-                       grid=grid, variants=tuple(rows), compiled=len(todo), seconds=time.monotonic() - start,
+                       grid=grid, variants=tuple(rows), compiled=compiled, seconds=time.monotonic() - start,
                        to_best=to_best, notes=tuple(notes))
 
 
