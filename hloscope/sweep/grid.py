@@ -53,9 +53,21 @@ def one_apart(a: Mapping, b: Mapping) -> str | None:
     return differ[0] if len(differ) == 1 else None
 
 
-def label(knobs: Mapping) -> str:
-    """`remat=full accum=2`: a variant as the table and the sentences name it."""
-    return " ".join(f"{k}={v}" for k, v in knobs.items())
+def label(knobs: Mapping, only: Iterable[str] | None = None) -> str:
+    """`remat=full accum=2`: a variant as the table and the sentences name it; with `only`,
+    by those knobs alone (the ones that vary; all of them when none is left)."""
+    shown = [k for k in knobs if only is None or k in set(only)] or list(knobs)
+    return " ".join(f"{k}={knobs[k]}" for k in shown)
 
 
-__all__ = ["GridError", "knob_value", "label", "one_apart", "parse_grid", "variants"]
+def varying(grid: Mapping[str, Sequence]) -> list[str]:
+    """The knobs with more than one value: what tells a grid's variants apart."""
+    return [k for k, values in grid.items() if len(values) > 1]
+
+
+def apart(a: Mapping, b: Mapping) -> list[str]:
+    """The knobs `a` and `b` differ in."""
+    return [k for k in a if a[k] != b.get(k)]
+
+
+__all__ = ["GridError", "apart", "knob_value", "label", "one_apart", "parse_grid", "variants", "varying"]

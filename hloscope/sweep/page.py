@@ -12,7 +12,7 @@ import math
 
 from ..report import human_seconds, trade_sentence
 from ..units import human_bytes, human_flops
-from .grid import label
+from .grid import apart, label, varying
 from .result import SweepResult, Variant
 
 WIDTH, HEIGHT = 760, 380
@@ -37,32 +37,38 @@ def pareto(rows: list[Variant], timed: bool) -> list[Variant]:
     return front
 
 
+def _domain(values: list[float]) -> tuple[float, float]:
+    """An axis' range: the values with a margin of a tenth of their spread (of their size when
+    they are all alike), from 0 when the margin would reach below it."""
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) / 10 or abs(hi) / 10 or 1.0
+    lo = 0.0 if lo - pad < 0 else lo - pad
+    return lo, hi + pad
+
+
 def scatter(result: SweepResult) -> str:
     """The SVG: a point per variant that compiled (rank inside), x memory, y time."""
     rows = [v for v in result.variants if v.ok]
     if not rows:
         return "<p class='muted'>No variant compiled.</p>"
     timed = all(v.step_time_estimate is not None for v in rows)
-    xs = [v.total_bytes for v in rows] + ([result.hbm_bytes] if result.hbm_bytes else [])
-    x_hi = max(xs) * 1.08
-    shows_hbm = result.hbm_bytes is not None and result.hbm_bytes <= 4 * max(v.total_bytes for v in rows)
-    if not shows_hbm:
-        x_hi = max(v.total_bytes for v in rows) * 1.08
-    ys = [_y(v, timed) for v in rows]
-    y_hi = max(ys) * 1.12 or 1.0
+    memory = [v.total_bytes for v in rows]
+    shows_hbm = result.hbm_bytes is not None and result.hbm_bytes <= 4 * max(memory)
+    x_lo, x_hi = _domain(memory + ([result.hbm_bytes] if shows_hbm else []))
+    y_lo, y_hi = _domain([_y(v, timed) for v in rows])
     pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def px(x: float) -> float:
-        return LEFT + pw * x / x_hi
+        return LEFT + pw * (x - x_lo) / (x_hi - x_lo)
 
     def py(y: float) -> float:
-        return TOP + ph * (1 - y / y_hi)
+        return TOP + ph * (1 - (y - y_lo) / (y_hi - y_lo))
 
     fmt_y = human_seconds if timed else human_flops
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {WIDTH} {HEIGHT}' id='scatter' "
            f"data-points='{len(rows)}' role='img' aria-label='memory against estimated step time'>"]
     for k in range(5):
-        x, y = x_hi * k / 4, y_hi * k / 4
+        x, y = x_lo + (x_hi - x_lo) * k / 4, y_lo + (y_hi - y_lo) * k / 4
         out.append(f"<line class='grid' x1='{px(x):.1f}' y1='{TOP}' x2='{px(x):.1f}' y2='{TOP + ph}'/>")
         out.append(f"<line class='grid' x1='{LEFT}' y1='{py(y):.1f}' x2='{LEFT + pw}' y2='{py(y):.1f}'/>")
         out.append(f"<text x='{px(x):.1f}' y='{TOP + ph + 16}' text-anchor='middle'>{_e(human_bytes(x, 1))}</text>")
@@ -78,8 +84,9 @@ def scatter(result: SweepResult) -> str:
         if shows_hbm:
             x = px(result.hbm_bytes)
             out.append(f"<line class='hbm' id='hbm-line' x1='{x:.1f}' y1='{TOP}' x2='{x:.1f}' y2='{TOP + ph}'/>")
-            out.append(f"<text class='hbm-label' x='{x - 4:.1f}' y='{TOP + 12}' text-anchor='end'>"
-                       f"device memory {_e(human_bytes(result.hbm_bytes, 1))}</text>")
+            left = x > LEFT + pw / 2  # the label on the side with room
+            out.append(f"<text class='hbm-label' x='{x - 4 if left else x + 4:.1f}' y='{TOP + 12}' "
+                       f"text-anchor='{'end' if left else 'start'}'>device memory {_e(human_bytes(result.hbm_bytes, 1))}</text>")
         else:
             out.append(f"<text class='hbm-label' id='hbm-line' x='{LEFT + pw}' y='{TOP + 12}' text-anchor='end'>"
                        f"device memory {_e(human_bytes(result.hbm_bytes, 1))} →</text>")
@@ -87,12 +94,13 @@ def scatter(result: SweepResult) -> str:
     points = " ".join(f"{px(v.total_bytes):.1f},{py(_y(v, timed)):.1f}" for v in front)
     out.append(f"<polyline class='pareto' id='pareto' data-ranks='{' '.join(str(v.rank) for v in front)}' points='{points}'/>")
     on_front = {v.rank for v in front}
-    for v in rows:
+    named = varying(result.grid)
+    for v in sorted(rows, key=lambda v: -v.rank):  # the better drawn over the worse where they overlap
         cls = "pt" + (" best" if v.rank == 1 else "") + ("" if v.fits else " nofit") + (" front" if v.rank in on_front else "")
         x, y = px(v.total_bytes), py(_y(v, timed))
-        out.append(f"<g class='{cls}' data-rank='{v.rank}' tabindex='0'><circle cx='{x:.1f}' cy='{y:.1f}' r='9'/>"
+        out.append(f"<g class='{cls}' data-rank='{v.rank}' tabindex='0'><circle cx='{x:.1f}' cy='{y:.1f}' r='8'/>"
                    f"<text x='{x:.1f}' y='{y + 4:.1f}' text-anchor='middle'>{v.rank}</text>"
-                   f"<title>{_e(label(v.knobs))}: {_e(human_bytes(v.total_bytes))}, {_e(fmt_y(_y(v, timed)))}</title></g>")
+                   f"<title>{_e(label(v.knobs, named))}: {_e(human_bytes(v.total_bytes))}, {_e(fmt_y(_y(v, timed)))}</title></g>")
     out.append("</svg>")
     return "".join(out)
 
@@ -123,12 +131,12 @@ def _diff_panel(result: SweepResult, index: int) -> str:
     v = result.variants[index]
     best = result.variants[0]
     if index == 0:
-        inner = (f"<h3>{_e(label(v.knobs))} is the best variant</h3>"
+        inner = (f"<h3>{_e(label(v.knobs, varying(result.grid)))} is the best variant</h3>"
                  + (f"<p>Against its best neighbour: {_e(v.why)}</p>" if v.why else ""))
     else:
         d = result.to_best.get(index)
         if d is None:
-            inner = f"<h3>{_e(label(v.knobs))}</h3><p>No diff against the best (it did not compile).</p>"
+            inner = f"<h3>{_e(label(v.knobs))}</h3><p>No diff against the best.</p>"
         else:
             causes = "".join(
                 f"<tr><td class='num'>{_e(human_bytes(c.bytes, sign=True))}</td><td class='num'>{_e(human_bytes(c.a_bytes))}</td>"
@@ -138,10 +146,12 @@ def _diff_panel(result: SweepResult, index: int) -> str:
                             f"<td class='num'>{_e(human_bytes(x['a_bytes']))}</td><td class='num'>{_e(human_bytes(x['b_bytes']))}</td></tr>"
                             for k, x in d.collectives_delta().items())
             trade = d.trade()
-            inner = (f"<h3>rank {v.rank} ({_e(label(v.knobs))}) against the best, rank 1 ({_e(label(best.knobs))})</h3>"
+            differ = apart(best.knobs, v.knobs)
+            inner = (f"<h3>rank {v.rank} ({_e(label(v.knobs, differ))}) against the best, rank 1 "
+                     f"({_e(label(best.knobs, differ))})</h3>"
                      f"<p class='summary'>{_e(d.summary)}</p>"
                      + (f"<p>{_e(trade_sentence(d, trade))}</p>" if trade else "")
-                     + "<table class='causes'><thead><tr><th>change</th><th>best</th><th>this</th><th>cause</th>"
+                     + "<table class='causes'><thead><tr><th>change</th><th>best (A)</th><th>this (B)</th><th>cause</th>"
                        f"<th>what</th></tr></thead><tbody>{causes}</tbody></table>"
                      + ("<table class='causes'><thead><tr><th>collective</th><th>best</th><th>this</th><th>best bytes</th>"
                         f"<th>this bytes</th></tr></thead><tbody>{colls}</tbody></table>" if colls else "")

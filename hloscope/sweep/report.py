@@ -8,7 +8,7 @@ from rich.text import Text
 
 from ..report import console, heading, human_seconds, table
 from ..units import human_bytes, human_flops
-from .grid import label
+from .grid import label, varying
 from .result import SweepResult, Variant
 
 
@@ -40,12 +40,13 @@ def sweep_report(result: SweepResult) -> list:
         out.append(Text(f"step (est.): roofline ESTIMATE on {result.roofline} from published peaks, not a "
                         "measurement; total: arguments + outputs − aliased + temp, per device", style="dim"))
     out.append(heading("why each differs from its best neighbour (one knob apart)"))
+    named = varying(result.grid)
     for v in result.variants:
         if v.why:
-            out.append(Text(f"{v.rank}. {label(v.knobs)}: {v.why}"))
+            out.append(Text(f"{v.rank}. {label(v.knobs, named)}: {v.why}"))
     for v in result.variants:
         if not v.ok:
-            out.append(Text(f"{v.rank}. {label(v.knobs)}: error: {v.error}", style="red"))
+            out.append(Text(f"{v.rank}. {label(v.knobs, named)}: error: {v.error}", style="red"))
     for note in result.notes:
         out.append(Text(f"note: {note}", style="dim"))
     out.append(Text(f"{result.compiled} compiled, {len(result.variants) - result.compiled} from the cache", style="dim"))

@@ -30,7 +30,7 @@ from ..api.loading import load
 from ..budget import parse_size
 from ..errors import HloscopeError
 from ..settings import cache_root
-from .grid import label, one_apart, variants
+from .grid import apart, label, one_apart, variants
 from .launch import available_memory, run_local, run_on_cluster
 from .result import SweepResult, Variant
 from .targets import Target, parse_target
@@ -283,7 +283,8 @@ def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | T
         best = rows[0]
         for i, v in enumerate(rows[1:], 1):
             if v.ok:
-                to_best[i] = diff(read(best.hlo), read(v.hlo), names=(label(best.knobs), label(v.knobs)))
+                differ = apart(best.knobs, v.knobs)
+                to_best[i] = diff(read(best.hlo), read(v.hlo), names=(label(best.knobs, differ), label(v.knobs, differ)))
     notes = []
     if roofline is None:
         notes.append(f"{target.name}: no published peaks to estimate a step time with (pass roofline=..., "
