@@ -85,7 +85,7 @@ def compile_variant(request: dict, python: str | None = None, timeout: float = 1
         with open(os.path.join(out, "stderr.txt"), "w+") as err:
             proc = subprocess.Popen([python or sys.executable, WORKER], stdin=subprocess.PIPE,
                                     stdout=subprocess.DEVNULL, stderr=err, env=worker_env(request["target"]),
-                                    cwd=out, text=True)
+                                    cwd=_cwd(request, out), text=True)
             proc.stdin.write(json.dumps(request))
             proc.stdin.close()
             why = _watch(proc, start, timeout, memory_limit)
@@ -102,6 +102,13 @@ def compile_variant(request: dict, python: str | None = None, timeout: float = 1
         return {"text": None, "xla": None, "error": error, "stage": stage, "seconds": seconds}
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def _cwd(request: dict, fallback: str) -> str:
+    """Where the factory runs: the caller's directory (its relative paths mean what they did
+    there), or on a machine without it, the worker's own."""
+    cwd = request.get("cwd")
+    return cwd if cwd and os.path.isdir(cwd) else fallback
 
 
 def _watch(proc: subprocess.Popen, start: float, timeout: float, memory_limit: int | None) -> str | None:

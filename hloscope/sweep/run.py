@@ -115,7 +115,8 @@ def _request(script: str, text: str, function: str, knobs: dict, target: Target)
     if target.kind == "h100":
         with open(H100_CONFIG) as f:
             t["target_config"] = f.read()
-    return {"script_path": script, "script_text": text, "function": function, "knobs": knobs, "target": t}
+    return {"script_path": script, "script_text": text, "function": function, "knobs": knobs, "target": t,
+            "cwd": os.getcwd()}
 
 
 def _kept(directory: str) -> dict | None:
