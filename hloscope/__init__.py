@@ -31,6 +31,7 @@ _EXPORTS = {
     "parse_all": "api.loading",
     "Shape": "ir.shape",
     "snapshot": "snapshots",
+    "sweep": "sweep",
 }
 
 
@@ -67,4 +68,5 @@ __all__ = [
     "parse",
     "parse_all",
     "snapshot",
+    "sweep",
 ]

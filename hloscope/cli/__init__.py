@@ -43,6 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "The trend of a check history: each figure over commits, every jump explained."),
     "stats": ("hloscope.cli.commands.stats:stats",
               "Modules, computations, instructions and the opcode histogram."),
+    "sweep": ("hloscope.cli.commands.sweep:sweep",
+              "Compile a step's variants for a target, rank them, say why each differs from its neighbour."),
     "export": ("hloscope.cli.commands.export:export",
                "The parsed module as JSON, GraphML or Graphviz dot."),
 }
