@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+# The tests compile on the host's CPU (accelerator targets without a device, as the sweep and
+# fixtures/generate.py do); with libtpu installed, JAX would otherwise first look for a TPU.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 CORPUS = ROOT.parent / "shared" / "corpus" / "xla_tests.jsonl.gz"

@@ -462,3 +462,12 @@ def test_modules_are_paired_by_name_and_baselines_matched():
     assert [(x is a[3], y is b[0]) for x, y in one.pairs] == [(True, True)] and one.only_a == one.only_b == ()
     assert not pair_modules(a[3:], b[:2]).pairs
     assert [at(b, m) for m in match_baselines(a, b)] == [3, 1, 3, 0]
+
+
+def test_the_sentence_begins_with_a_capital_but_never_changes_a_name():
+    from hloscope.analysis.diff import sentence_case
+
+    assert sentence_case("this compilation needs 2 MiB more") == "This compilation needs 2 MiB more"
+    assert sentence_case("accum=2 needs 2 MiB more") == "accum=2 needs 2 MiB more"
+    assert sentence_case("gpu_hsdp_accum1 holds") == "gpu_hsdp_accum1 holds"
+    assert sentence_case("A holds") == "A holds"

@@ -140,6 +140,18 @@ def test_ranked_by_estimated_step_time_with_the_best_neighbour_s_why(runs, xla):
         assert (" more temp" in v.why) == (delta > 0) and (" less temp" in v.why) == (delta < 0)
 
 
+def test_a_variant_that_accumulates_is_not_told_to_accumulate(runs, xla):
+    """The lever "accumulate gradients over micro-batches" is offered to the side that holds
+    gradients for its reductions only if it does not accumulate already (its knob says)."""
+    told = []
+    for v in runs["first"].variants:
+        delta = xla[_key(v.knobs)][0].temp_size_in_bytes - xla[_key(v.neighbour)][0].temp_size_in_bytes
+        if v.knobs["accum"] > 1 and delta > 0 and "gradients" in v.why:
+            told.append(v.why)
+            assert "Lever: accumulate gradients" not in v.why, v.why
+    assert told, "no accumulating variant needs more memory for its gradients: the check ran on nothing"
+
+
 def test_variants_that_fit_come_first(runs, xla):
     """With a device memory between the variants' (XLA's arguments + outputs - aliased + temp),
     those that fit rank first; a rerun from the cache, so nothing compiles."""

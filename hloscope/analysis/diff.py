@@ -290,7 +290,7 @@ def diff(a: Side, b: Side, top: int = 5, names: tuple[str, str] = ("A", "B")) ->
     why = _explanation(result, ka, kb)
     summary = _summary(result, ka, kb)
     if why is not None and why.words:
-        summary = f"{summary[:-1]}. {why.words[0].upper()}{why.words[1:]}."
+        summary = f"{summary[:-1]}. {sentence_case(why.words)}."
     if why is not None and why.lever is not None:
         summary += f" Lever: {why.lever.what} (price: {why.lever.price})."
     return DiffResult(a, b, summary, tuple(causes), names, why)
@@ -349,9 +349,15 @@ def _human(n: float) -> str:
 
 
 def _summary(d: DiffResult, ka: Brief, kb: Brief) -> str:
-    """The diff's sentence, its first letter a capital whatever the sides are called."""
-    text = _sentence(d, ka, kb)
-    return text[:1].upper() + text[1:]
+    """The diff's sentence, begun with a capital when it begins with a word (`this
+    compilation`), never by changing a name (`accum=2`, `remat=full`)."""
+    return sentence_case(_sentence(d, ka, kb))
+
+
+def sentence_case(text: str) -> str:
+    """`text` with a capital first letter when its first token is a plain lowercase word."""
+    first = text.split(" ", 1)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def _sentence(d: DiffResult, ka: Brief, kb: Brief) -> str:

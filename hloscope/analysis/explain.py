@@ -120,7 +120,8 @@ def explain(role: str | None, keeper: str, other: str, held,
         where = (f"in {homes}" if homes else "") + (" and " if homes and waited else "") + (
             f"waiting for {' and '.join(k + 's' for k in waited)}" if waited else "")
         words.append(f"{keeper} holds full-size gradients {where} at its peak ({human_bytes(waiting, digits=1)})"
-                     + ("" if _in_loop(keeper_collectives) else ", reduced together after the backward pass"))
+                     + (", though it reduces inside a loop already" if _in_loop(keeper_collectives)
+                        else ", reduced together after the backward pass"))
         inside = _in_loop(other_collectives)
         if inside:
             words.append(f"{other} runs its {' and '.join(k + 's' for k in inside)} inside a loop, "
@@ -143,5 +144,7 @@ def explain(role: str | None, keeper: str, other: str, held,
                      f"{human_bytes(at_peak, digits=1)} of {'it' if n == 1 else 'them'} "
                      f"is live at {keeper}'s peak")
     lever = next((lv for lv in LEVERS if lv.mechanism == kind), None)
+    if kind == "gradients_in_reductions" and _in_loop(keeper_collectives):
+        lever = None  # the keeper accumulates already: that lever is pulled, no other is shown to work
     return Explanation(kind, "; ".join(words), lever)
 

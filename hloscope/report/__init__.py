@@ -1,4 +1,5 @@
-"""Terminal output: rich is imported in this package and nowhere else.
+"""Terminal output: rich is imported in this package (and by the sweep's own text, which
+builds on it) and nowhere else.
 
 Formatters build renderables (tables, text) from analysis results; every table goes through
 the one renderer (`table.render_table`), which never splits an identifier; `print_renderable`

@@ -10,7 +10,7 @@ import html
 import json
 import math
 
-from ..report import human_seconds, trade_sentence
+from ..report import human_seconds
 from ..units import human_bytes, human_flops
 from .grid import apart, label, varying
 from .result import SweepResult, Variant
@@ -150,7 +150,7 @@ def _diff_panel(result: SweepResult, index: int) -> str:
             inner = (f"<h3>rank {v.rank} ({_e(label(v.knobs, differ))}) against the best, rank 1 "
                      f"({_e(label(best.knobs, differ))})</h3>"
                      f"<p class='summary'>{_e(d.summary)}</p>"
-                     + (f"<p>{_e(trade_sentence(d, trade))}</p>" if trade else "")
+                     + (f"<p>{_e(d.trade_sentence())}</p>" if trade else "")
                      + "<table class='causes'><thead><tr><th>change</th><th>best (A)</th><th>this (B)</th><th>cause</th>"
                        f"<th>what</th></tr></thead><tbody>{causes}</tbody></table>"
                      + ("<table class='causes'><thead><tr><th>collective</th><th>best</th><th>this</th><th>best bytes</th>"

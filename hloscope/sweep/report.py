@@ -7,6 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from ..report import console, heading, human_seconds, table
+from ..report.table import FIGURE, Column
 from ..units import human_bytes, human_flops
 from .grid import label, varying
 from .result import SweepResult, Variant
@@ -32,10 +33,11 @@ def sweep_report(result: SweepResult) -> list:
         else:
             cells += ["error"] + [""] * 8
         rows.append(cells)
-    columns = ([("rank", "right")] + [(k, "left") for k in knobs]
-               + [("temp", "right"), ("total", "right"), ("fits", "left"), ("step (est.)", "right"), ("bound", "left"),
-                  ("flops", "right"), ("recompute", "right"), ("collective", "right"), ("held gathers (at peak)", "right")])
-    out.append(table(None, columns, rows))
+    columns = ([Column("rank", FIGURE)] + [Column(k) for k in knobs]
+               + [Column("temp", FIGURE), Column("total", FIGURE), Column("fits"), Column("step (est.)", FIGURE),
+                  Column("bound"), Column("flops", FIGURE), Column("recompute", FIGURE), Column("collective", FIGURE),
+                  Column("held gathers (at peak)", FIGURE)])
+    out.extend(table(None, columns, rows))
     if result.roofline:
         out.append(Text(f"step (est.): roofline ESTIMATE on {result.roofline} from published peaks, not a "
                         "measurement; total: arguments + outputs − aliased + temp, per device", style="dim"))
