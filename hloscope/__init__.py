@@ -31,7 +31,7 @@ _EXPORTS = {
     "parse_all": "api.loading",
     "Shape": "ir.shape",
     "snapshot": "snapshots",
-    "sweep": "sweep",
+    "sweep": "sweeps.run",
 }
 
 

@@ -27,9 +27,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import pytest
 
 import hloscope
-from hloscope.sweep.grid import one_apart, parse_grid
-from hloscope.sweep.run import SweepError, check_plugins
-from hloscope.sweep.targets import parse_target
+from hloscope.sweeps.grid import one_apart, parse_grid
+from hloscope.sweeps.run import SweepError, check_plugins
+from hloscope.sweeps.targets import parse_target
 
 from .conftest import FIXTURES, ROOT
 
@@ -282,7 +282,7 @@ def test_the_command_line_json_and_table(runs, tmp_path):
 
 
 def test_grid_and_target_parsing():
-    import hloscope.sweep.targets  # the package reached first: hloscope.sweep is still the function's way in
+    import hloscope.sweeps.targets  # the package reached first: hloscope.sweep is still the function
 
     assert callable(hloscope.sweep)
     assert parse_grid(["remat=none,full", "accum=1,2,4", "lr=0.5"]) == {"remat": ["none", "full"], "accum": [1, 2, 4],
@@ -353,7 +353,7 @@ def test_the_page_in_chromium(runs, xla, tmp_path):
         pytest.skip(f"needs {CHROMIUM}")
     playwright = pytest.importorskip("playwright.sync_api")
     from hloscope.htmlreport import write_html
-    from hloscope.sweep.page import sweep_page
+    from hloscope.sweeps.page import sweep_page
 
     held = sorted(_held(m) for m, _ in xla.values())
     r = hloscope.sweep(FACTORY, GRID, target="cpu:8", hbm=held[len(held) // 2], cache_dir=str(runs["cache"]),

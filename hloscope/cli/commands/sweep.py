@@ -2,11 +2,11 @@ import click
 
 from ...analysis.hardware import TARGETS
 from ...htmlreport import write_html
-from ...sweep.grid import parse_grid
-from ...sweep.page import sweep_page
-from ...sweep.report import ProgressBar, sweep_report
-from ...sweep.run import sweep as run_sweep
-from ...sweep.targets import TARGET_FORMS
+from ...sweeps.grid import parse_grid
+from ...sweeps.page import sweep_page
+from ...sweeps.report import ProgressBar, sweep_report
+from ...sweeps.run import sweep as run_sweep
+from ...sweeps.targets import TARGET_FORMS
 from . import emit, json_option
 
 

@@ -1,7 +1,7 @@
 """One variant of a sweep, compiled in a fresh process: `python worker.py < REQUEST.json`.
 
 Run as a script (never imported by hloscope, never forked from a process that has JAX's
-threads): it needs only the standard library and jax. The parent (hloscope.sweep.launch) sets
+threads): it needs only the standard library and jax. The parent (hloscope.sweeps.launch) sets
 the environment before this process starts, so XLA_FLAGS and the deviceless-TPU variables are
 in place before jax initialises. The request names the user's script (its text travels with
 it, so a worker on another machine needs no copy), the factory, the knobs, the target and the

@@ -243,7 +243,7 @@ def sweep(factory: str | Callable, grid: Mapping[str, Sequence], target: str | T
           timeout: float = 1800.0, worker_memory: int | str | None = None, python: str | None = None,
           roofline: str | None = None, diffs_to_best: bool = False, progress: Progress | None = None) -> SweepResult:
     """Compile `factory(devices, **knobs)` for every combination of `grid`'s values on `target`
-    and rank the variants (see hloscope.sweep).
+    and rank the variants (see hloscope.sweeps).
 
     `factory`: `"SCRIPT.py:FUNCTION"` or a module-level function of a script; it is called in a
     fresh process per variant and returns `(fn, args)`. `target`: `cpu:N`, `h100:N`,
