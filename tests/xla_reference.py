@@ -317,8 +317,30 @@ class XlaParserProcess:
         answer = json.loads(line)
         return answer or None
 
-    def errors(self, texts) -> list[str | None]:
-        return [self.error(t) for t in texts]
+    def errors(self, texts, workers: int | None = None) -> list[str | None]:
+        """`error` of each text, in order. The texts are shared among `workers` worker
+        processes (by default one per CPU, at most 4): most of the time goes to restarting a
+        worker after XLA aborts, which one process does one at a time."""
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        texts = list(texts)
+        if workers is None:
+            workers = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+        if workers <= 1 or len(texts) < 2 * workers:
+            return [self.error(t) for t in texts]
+        others = [XlaParserProcess(self.python) for _ in range(workers - 1)]
+        shares = [texts[k::workers] for k in range(workers)]
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                answers = list(pool.map(lambda job: [job[0].error(t) for t in job[1]], zip([self, *others], shares)))
+        finally:
+            for other in others:
+                other.close()
+        out: list[str | None] = [None] * len(texts)
+        for k, share in enumerate(answers):
+            out[k::workers] = share
+        return out
 
     def close(self):
         if self._proc is not None:
