@@ -704,7 +704,7 @@ def test_roofline_is_bounded_by_its_largest_term():
     assert r.memory_seconds == cost.bytes_accessed / h100.hbm_bytes_per_second
     assert r.seconds == max(r.compute_seconds, r.memory_seconds, r.collective_seconds)
     assert r.serial_seconds >= r.seconds
-    assert all(t.source for t in TARGETS.values())
+    assert all(t.source and t.hbm_bytes > 0 for t in TARGETS.values())
     with pytest.raises(ValueError):
         roofline(cost, "no-such-chip")
 

@@ -18,6 +18,8 @@ class Target:
     interconnect_bytes_per_second: float
     """Chip-to-chip bandwidth, bidirectional, as published."""
     source: str
+    hbm_bytes: int = 0
+    """Device memory of one chip, as published."""
     f32_matmul: str = "bf16 passes"
     """How f32 matmuls run: `tf32` (GPU tensor cores: DEFAULT and HIGH precision in TF32, HIGHEST
     on the f32 units) or `bf16 passes` (TPU: DEFAULT 1 bf16 pass, HIGH 3, HIGHEST 6)."""
@@ -60,25 +62,26 @@ TARGETS: dict[str, Target] = {
         Target("h100", "NVIDIA H100 SXM5 80GB", 989.4e12, 3.35e12, 900e9,
                "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100), SXM5, dense (half "
                "the sparsity figures): BF16 989.4 TFLOPS, TF32 494.7, FP32 66.9, FP64 tensor 66.9, FP8 1,979, "
-               "INT8 1,979 TOPS; HBM3 3.35 TB/s, NVLink 900 GB/s",
-               f32_matmul="tf32", tf32_flops=494.7e12, f32_flops=66.9e12, f64_flops=66.9e12,
+               "INT8 1,979 TOPS; 80 GB HBM3 at 3.35 TB/s, NVLink 900 GB/s",
+               hbm_bytes=80 * 10**9, f32_matmul="tf32", tf32_flops=494.7e12, f32_flops=66.9e12, f64_flops=66.9e12,
                int8_ops=1979e12, f8_flops=1979e12),
         Target("a100", "NVIDIA A100 SXM4 80GB", 312e12, 2.039e12, 600e9,
                "NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100), dense: BF16 312 "
-               "TFLOPS, TF32 156, FP32 19.5, FP64 tensor 19.5, INT8 624 TOPS; HBM2e 2,039 GB/s, NVLink 600 GB/s",
-               f32_matmul="tf32", tf32_flops=156e12, f32_flops=19.5e12, f64_flops=19.5e12, int8_ops=624e12),
+               "TFLOPS, TF32 156, FP32 19.5, FP64 tensor 19.5, INT8 624 TOPS; 80 GB HBM2e at 2,039 GB/s, NVLink "
+               "600 GB/s",
+               hbm_bytes=80 * 10**9, f32_matmul="tf32", tf32_flops=156e12, f32_flops=19.5e12, f64_flops=19.5e12, int8_ops=624e12),
         Target("tpu-v5e", "Google Cloud TPU v5e", 197e12, 819e9, 400e9,
-               "cloud.google.com/tpu/docs/v5e: 197 TFLOPs bf16 and 394 TOPs int8 per chip, HBM2 819 GBps, "
-               "bidirectional ICI 400 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
-               int8_ops=394e12),
+               "cloud.google.com/tpu/docs/v5e: 197 TFLOPs bf16 and 394 TOPs int8 per chip, 16 GiB HBM2 at 819 "
+               "GBps, bidirectional ICI 400 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
+               hbm_bytes=16 << 30, int8_ops=394e12),
         Target("tpu-v5p", "Google Cloud TPU v5p", 459e12, 2765e9, 1200e9,
-               "cloud.google.com/tpu/docs/v5p: 459 TFLOPs bf16 and 918 TOPs int8 per chip, HBM2e 2765 GBps, "
-               "bidirectional ICI 1200 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
-               int8_ops=918e12),
+               "cloud.google.com/tpu/docs/v5p: 459 TFLOPs bf16 and 918 TOPs int8 per chip, 95 GiB HBM2e at 2765 "
+               "GBps, bidirectional ICI 1200 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
+               hbm_bytes=95 << 30, int8_ops=918e12),
         Target("tpu-v6e", "Google Cloud TPU v6e (Trillium)", 918e12, 1638e9, 800e9,
-               "cloud.google.com/tpu/docs/v6e: 918 TFLOPs bf16 and 1836 TOPs int8 per chip, HBM 1638 GBps, "
-               "bidirectional ICI 800 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
-               int8_ops=1836e12),
+               "cloud.google.com/tpu/docs/v6e: 918 TFLOPs bf16 and 1836 TOPs int8 per chip, 32 GiB HBM at 1638 "
+               "GBps, bidirectional ICI 800 GBps per chip; f32 matmuls as 1, 3 or 6 bf16 passes (jax.lax.Precision)",
+               hbm_bytes=32 << 30, int8_ops=1836e12),
     )
 }
 """Published peak figures, the one table of them (sources in each entry)."""

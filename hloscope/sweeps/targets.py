@@ -12,9 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..analysis.hardware import TARGETS
 from ..errors import HloscopeError
-
-GIB = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,20 +24,22 @@ class Chip:
     """The PJRT platform `get_topology_desc` is asked for (`tpu`, `cuda`)."""
     topology_name: str
     """JAX's name of the chip in `get_topology_desc(topology_name=...)` (`v5e`, `h100`)."""
-    hbm_bytes: int
-    """Device memory of one chip, as published."""
     roofline: str
-    """Its entry in hloscope.analysis.hardware.TARGETS."""
-    source: str
+    """Its entry in hloscope.analysis.hardware.TARGETS: its published figures, memory included."""
+
+    @property
+    def hbm_bytes(self) -> int:
+        """Device memory of one chip, as published (hardware.TARGETS, with its source)."""
+        return TARGETS[self.roofline].hbm_bytes
 
 
 CHIPS: dict[str, Chip] = {
-    "h100": Chip("cuda", "h100", 80 * 10**9, "h100",
-                 "NVIDIA H100 SXM5 datasheet: 80 GB HBM3 (XLA's h100_sxm target description: "
-                 "device_memory_size 84942979072 bytes, 79.1 GiB)"),
-    "tpu-v5e": Chip("tpu", "v5e", 16 * GIB, "tpu-v5e", "cloud.google.com/tpu/docs/v5e: 16 GiB HBM2 per chip"),
-    "tpu-v5p": Chip("tpu", "v5p", 95 * GIB, "tpu-v5p", "cloud.google.com/tpu/docs/v5p: 95 GiB HBM2e per chip"),
-    "tpu-v6e": Chip("tpu", "v6e", 32 * GIB, "tpu-v6e", "cloud.google.com/tpu/docs/v6e: 32 GiB HBM per chip"),
+    # XLA's h100_sxm target description says device_memory_size 84942979072 bytes (79.1 GiB);
+    # the datasheet's 80 GB is what fits is checked against.
+    "h100": Chip("cuda", "h100", "h100"),
+    "tpu-v5e": Chip("tpu", "v5e", "tpu-v5e"),
+    "tpu-v5p": Chip("tpu", "v5p", "tpu-v5p"),
+    "tpu-v6e": Chip("tpu", "v6e", "tpu-v6e"),
 }
 """The accelerators a sweep knows, by the name a target starts with."""
 

@@ -34,7 +34,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 def input_files(multiple: bool = True):
     """The FILE... argument, `files`: HLO files (plain or gzipped), `-` for standard input, or
     XLA dump directories; checked when loaded (`load_inputs`), with messages that say what a
-    file is when it is not HLO."""
+    file is when it is not HLO. `multiple=False`: one FILE, still passed as a one-item tuple."""
+    if not multiple:
+        return click.argument("files", nargs=1, required=True, type=click.Path(allow_dash=True), metavar="FILE",
+                              callback=lambda ctx, param, value: (value,))
     return click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True), metavar="FILE...")
 
 
