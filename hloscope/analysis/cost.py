@@ -22,7 +22,7 @@ from .callgraph import CallGraph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Facts
 from .fusion_bytes import fusion_bytes
-from .op_cost import ZERO, Counts, matmul_arithmetic, matmul_flops, price
+from .op_cost import MATMUL_OPCODES, ZERO, Counts, matmul_arithmetic, matmul_flops, price
 from .sides import REMAT_SEGMENT, XLA_REMAT_NAME, recomputes
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
@@ -426,14 +426,19 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     )
 
 
-def _matmuls(inst: Instruction):
+def _matmuls(inst: Instruction) -> list[Instruction]:
     """The dots and convolutions `inst` runs: itself, or those of the computations it fuses."""
-    if matmul_flops(inst):
-        yield inst
-    elif opinfo(inst.opcode).calls_kind == "fused":
-        for comp in inst.called_computations:
-            for fused in comp.instructions:
-                yield from _matmuls(fused)
+    if inst.opcode in MATMUL_OPCODES:
+        return [inst]
+    found: list[Instruction] = []
+    fused = list(inst.called_computations) if opinfo(inst.opcode).calls_kind == "fused" else []
+    while fused:
+        for op in fused.pop().instructions:
+            if op.opcode in MATMUL_OPCODES:
+                found.append(op)
+            elif op.called_computations and opinfo(op.opcode).calls_kind == "fused":
+                fused.extend(op.called_computations)
+    return found
 
 
 __all__ = [

@@ -274,6 +274,8 @@ def _convolution(inst: Instruction, _: Pricer) -> Counts:
 
 
 _MATMULS = {"dot": _dot, "ragged-dot": _ragged_dot, "convolution": _convolution}
+MATMUL_OPCODES = frozenset(_MATMULS)
+"""The opcodes `matmul_flops` counts: what runs on a target's matrix units."""
 
 
 def _fft(inst: Instruction, _: Pricer) -> Counts:
@@ -574,5 +576,5 @@ def price(inst: Instruction, pricer: Pricer) -> Counts:
     return Counts(bytes=_default_bytes(inst), collective_bytes=pricer.collective(inst))
 
 
-__all__ = ["ZERO", "Counts", "Pricer", "convolution_flops", "elements_in", "first_elements_in", "matmul_arithmetic",
-           "matmul_flops", "price", "shape_size"]
+__all__ = ["ZERO", "Counts", "Pricer", "convolution_flops", "elements_in", "first_elements_in", "MATMUL_OPCODES",
+           "matmul_arithmetic", "matmul_flops", "price", "shape_size"]
