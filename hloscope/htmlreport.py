@@ -21,13 +21,13 @@ from __future__ import annotations
 import html
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
 from .analysis.roles import ROLES, RolesAtPeak
+from .files import write_whole
 from .wording import tidy_op_name
 
 DATA_FORMAT = 1
@@ -118,16 +118,16 @@ def diff_page(result: DiffResult, titles: Sequence[str] = ("A", "B"),
               for c in result.causes]
     modules = [timeline_data(result.a.memory, f"A: {titles[0]}", by_role[0], _roles_of(result.a.roles)),
                timeline_data(result.b.memory, f"B: {titles[1]}", by_role[1], _roles_of(result.b.roles))]
-    top = max([m["figures"]["temp_bytes"] for m in modules]
-              + [max(m_.timeline, default=0) for m_ in (result.a.memory, result.b.memory)])
-    recomputed = result.trade()
+    sides = (result.a, result.b)
+    top = max(max(s.memory.temp_bytes, max(s.memory.timeline, default=0)) for s in sides)
+    trade = result.trade()
     payload = {"kind": "diff", "summary": result.summary, "causes": causes,
                "delta_temp_bytes": result.delta_temp_bytes, "modules": modules, "shared_top": top,
                "collectives": [{"kind": k, **v} for k, v in result.collectives_delta().items()],
-               "held_gathers": {side: {"values": len(s_.gathers.held), "bytes_at_peak": s_.gathers.held_bytes_at_peak}
-                                for side, s_ in (("a", result.a), ("b", result.b))},
+               "held_gathers": {name: {"values": len(s.gathers.held), "bytes_at_peak": s.gathers.held_bytes_at_peak}
+                                for name, s in zip(("a", "b"), sides)},
                "trade": result.trade_sentence(),
-               "recomputed": {side: recomputed[side]["recomputed"][:5] for side in ("a", "b")} if recomputed else None}
+               "recomputed": {name: trade[name]["recomputed"][:5] for name in ("a", "b")} if trade else None}
     return _page("hloscope diff: " + " vs ".join(titles), payload)
 
 
@@ -137,29 +137,8 @@ def _roles_of(roles: RolesAtPeak | None) -> dict[str, str]:
 
 
 def write_html(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` only once complete: a reader (or an interrupted run) never
-    finds half a page, and an existing file is replaced in one step."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, partial = tempfile.mkstemp(prefix=".hloscope-", suffix=".html.part", dir=directory)
-    except OSError as e:
-        # Name the file asked for, not the temporary one beside it.
-        raise type(e)(e.errno, e.strerror, path) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        # mkstemp creates the file private; a report is an ordinary file.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)
-        os.replace(partial, path)
-    except BaseException:
-        try:
-            os.unlink(partial)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write the page `text` to `path`, whole or not at all (`files.write_whole`)."""
+    write_whole(path, text)
 
 
 def _json_for_script(payload: dict[str, Any]) -> str:

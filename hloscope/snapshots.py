@@ -30,6 +30,7 @@ from .analysis.roles import ROLES, RoleBuffer, RolesAtPeak
 from .api.compare import side as module_side
 from .api.loading import from_compiled
 from .errors import HloscopeError
+from .files import write_whole
 
 FORMAT = "hloscope-snapshot"
 VERSION = 1
@@ -145,12 +146,7 @@ def dumps(snap: dict[str, Any]) -> str:
 
 def write(path: str | os.PathLike, snap: dict[str, Any]) -> None:
     """Write `snap` to `path` (its directory made), replacing it at once."""
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(dumps(snap))
-    os.replace(tmp, path)
+    write_whole(path, dumps(snap), make_directory=True)
 
 
 def looks_like_snapshot(path: str | os.PathLike) -> bool:

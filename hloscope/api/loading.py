@@ -20,6 +20,7 @@ from ..errors import HloscopeError, HloSyntaxError
 from ..text import lark_engine
 from ..text.dumpfiles import (
     AFTER_OPTIMIZATIONS,
+    BEFORE_OPTIMIZATIONS,
     BufferAssignmentFigures,
     buffer_assignment_beside,
     buffer_assignment_figures,
@@ -108,9 +109,7 @@ def read_bytes(path: str) -> bytes:
     except IsADirectoryError:
         raise InputError(name, "a directory without XLA dump modules") from None
     except FileNotFoundError:
-        if os.path.exists(path + ".gz"):
-            raise InputError(name, f"no such file (but {os.path.basename(path)}.gz is: did you mean it?)") from None
-        raise InputError(name, "no such file") from None
+        raise _missing(name, path, "no such file") from None
     except OSError as e:
         raise InputError(name, f"cannot be read: {e.strerror or e}") from None
     if data[:2] == b"\x1f\x8b":  # gzip's magic number, whatever the name says
@@ -257,10 +256,7 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
             inputs += _dump_inputs(path, pattern, notes)
             continue
         if path != STDIN and not os.path.exists(path):
-            if os.path.exists(path + ".gz"):
-                raise InputError(path, f"no such file or directory (but {os.path.basename(path)}.gz is: "
-                                 "did you mean it?)")
-            raise InputError(path, "no such file or directory")
+            raise _missing(path, path, "no such file or directory")
         if len(paths) > 1 and path != STDIN and AFTER_OPTIMIZATIONS[:-4] + "-" in os.path.basename(path):
             skipped.append(path)  # `*after_optimizations-buffer-assignment.txt` and its kin
             continue
@@ -289,7 +285,11 @@ def resolve_inputs(paths, module: str | None = None) -> Resolved:
     return Resolved(tuple(inputs), tuple(notes))
 
 
-BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
+def _missing(name: str, path: str, what: str) -> InputError:
+    """The error for a path that is not there, with a hint when its gzipped file is."""
+    if os.path.exists(path + ".gz"):
+        return InputError(name, f"{what} (but {os.path.basename(path)}.gz is: did you mean it?)")
+    return InputError(name, what)
 
 
 def _before_optimizations(path: str) -> bool:

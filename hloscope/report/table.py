@@ -74,8 +74,6 @@ def _longest_word(text: str) -> int:
 def render_table(title: str | None, columns, rows, width: int | None = None) -> list[Text]:
     """The lines of a table: the title, the header, then each row (see the module docstring).
     `width` is the terminal's (None: piped, every row on one line)."""
-    columns = [c if isinstance(c, Column) else Column(c[0], FIGURE if c[1:] == ("right",) else NAME)
-               for c in columns]  # (header, justify) pairs: right-justified cells are figures
     rows = [[str(cell) for cell in row] for row in rows]
     rows = [[tidy_op_name(cell) if col.kind == TRAIL else cell for col, cell in zip(columns, row)]
             for row in rows]

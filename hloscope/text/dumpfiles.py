@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from ..encode import Encoded, as_json, by_key
 
 AFTER_OPTIMIZATIONS = "after_optimizations.txt"
+BEFORE_OPTIMIZATIONS = "before_optimizations.txt"
+"""The module before XLA's optimizations that a dump writes beside the optimized one."""
 """The ending of the optimized module's file: `module_0000.jit_f.cpu_after_optimizations.txt`,
 `….sm_9.0a_gpu_after_optimizations.txt`, `….cl_933746096.after_optimizations.txt`. (TPU's
 `after_optimizations_after_buffer_assignment.txt` and `after_codegen.txt` end otherwise.)"""

@@ -4,6 +4,7 @@ import click
 
 from ...history import as_json as trend_json
 from ...history import html, text, trends
+from ...htmlreport import write_html
 from . import emit, json_option
 
 
@@ -23,8 +24,7 @@ def history(database, html_out, steps, as_json):
         raise click.BadParameter(f"{database}: no such file", param_hint="FILE.sqlite")
     found = [t for t in trends(database) if not steps or t.step in steps]
     if html_out:
-        with open(html_out, "w", encoding="utf-8") as f:
-            f.write(html(found, f"hloscope trend · {os.path.basename(database)}"))
+        write_html(html_out, html(found, f"hloscope trend · {os.path.basename(database)}"))
     if as_json:
         emit(trend_json(found), True, lambda: None)
     else:
