@@ -20,7 +20,7 @@ from ..ir.opcodes import info as opinfo
 from ..ir.structure import structure
 from .callgraph import CallGraph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
-from .facts import PLAIN, Facts
+from .facts import PLAIN, Alike, Facts
 from .fusion_bytes import fusion_bytes
 from .op_cost import MATMUL_OPCODES, ZERO, Counts, matmul_arithmetic, matmul_flops, price
 from .sides import REMAT_SEGMENT, XLA_REMAT_NAME, recomputes
@@ -249,14 +249,15 @@ class _Coster:
         """Computations priced, by what they compute (`structure`): alike ones cost the same."""
         self._structures: dict[int, Hashable] = {}
         """`structure` of each computation asked about, by id (they live as long as the module)."""
-        self._calling: dict[int, bool] = {}
-        """Whether a computation calls any, by id."""
+        self._alike_one = Alike(facts)
         self._fusion_bytes: dict[tuple[str, int], int] = {}
         """`fusion_bytes` by result shape and fused computation's id."""
         self._instructions: dict[int, Counts] = {}
         """Instructions priced outside any marked callee (by id: they live as long as the module)."""
         self._recomputes: dict[int, bool] = {}
         self._marks: list[bool] = [False]
+        self._matmuls: dict[int, tuple[Instruction, ...]] = {}
+        """The dots and convolutions each fused computation runs, by id (`matmuls`)."""
 
     def collective(self, inst: Instruction) -> int:
         comp = inst.computation
@@ -276,12 +277,15 @@ class _Coster:
         key = (comp.name, marked)
         cost = self._computations.get(key)
         if cost is None:
-            alike = (self._what_is_priced(comp), marked)
+            priced = self._what_is_priced(comp)
+            alike = (priced, marked)
             cost = self._alike.get(alike)
             if cost is None:
+                # Priced by its structure: the alike one it repeats holds the same instructions.
+                walked = comp if priced is comp else self._alike_one(comp)
                 self._marks.append(marked)
                 try:
-                    parts = [self.instruction(inst) for inst in comp.instructions]
+                    parts = [self.instruction(inst) for inst in walked.instructions]
                 finally:
                     self._marks.pop()
                 cost = Counts(*map(sum, zip(*parts))) if parts else ZERO
@@ -291,10 +295,11 @@ class _Coster:
 
     def fusion_bytes(self, shape: Shape, comp: Computation) -> int:
         """`fusion_bytes`, once per result shape and fused computation (alike ones, once)."""
-        key = (shape.text, id(self.facts.same_as(comp)))
+        comp = self._alike_one(comp)
+        key = (shape.text, id(comp))
         found = self._fusion_bytes.get(key)
         if found is None:
-            found = self._fusion_bytes[key] = fusion_bytes(shape, comp)
+            found = self._fusion_bytes[key] = fusion_bytes(shape, comp, self._alike_one)
         return found
 
     def _what_is_priced(self, comp: Computation) -> Hashable:
@@ -303,21 +308,11 @@ class _Coster:
         if comp.name in self._with_collectives or (
                 self.facts.writes_any(comp, (".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
             return comp
-        # One alike (`Facts.same_as`) holds what it does, but calls callees of its own: one
-        # whose alike calls any is looked at itself.
-        original = self.facts.same_as(comp)
-        if original is not comp and self._calls(original):
-            original = comp
+        original = self._alike_one(comp)
         found = self._structures.get(id(original))
         if found is None:
             # Callees by what decides their price in turn: alike ones priced alike.
             found = self._structures[id(original)] = structure(original, self._what_is_priced)
-        return found
-
-    def _calls(self, comp: Computation) -> bool:
-        found = self._calling.get(id(comp))
-        if found is None:
-            found = self._calling[id(comp)] = any(inst.called_computation_names for inst in comp.instructions)
         return found
 
     def instruction(self, inst: Instruction) -> Counts:
@@ -335,6 +330,36 @@ class _Coster:
         if memo:
             self._instructions[id(inst)] = cost
         return cost
+
+    def matmuls(self, inst: Instruction) -> tuple[Instruction, ...]:
+        """The dots and convolutions `inst` runs: itself, or those of the computations it fuses
+        (the last callee's first, each computation's own before those it fuses in turn, the
+        last of those first)."""
+        if inst.opcode in MATMUL_OPCODES:
+            return (inst,)
+        if opinfo(inst.opcode).calls_kind != "fused":
+            return ()
+        found: tuple[Instruction, ...] = ()
+        for comp in reversed(inst.called_computations):
+            found += self._fused_matmuls(comp)
+        return found
+
+    def _fused_matmuls(self, comp: Computation) -> tuple[Instruction, ...]:
+        original = self._alike_one(comp)
+        found = self._matmuls.get(id(original))
+        if found is None:
+            own: list[Instruction] = []
+            fused: list[Computation] = []
+            for op in original.instructions:
+                if op.opcode in MATMUL_OPCODES:
+                    own.append(op)
+                elif op.called_computations and opinfo(op.opcode).calls_kind == "fused":
+                    fused.extend(op.called_computations)
+            found = tuple(own)
+            for callee in reversed(fused):
+                found += self._fused_matmuls(callee)
+            self._matmuls[id(original)] = found
+        return found
 
     def own(self, inst: Instruction) -> Counts:
         """What `inst` costs itself, as one step of the schedule: an op that runs its callees as
@@ -391,7 +416,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
                                       coster.instruction(inst).flops))
             cost = coster.own(inst)
             if cost.flops:
-                for dot in _matmuls(inst):
+                for dot in coster.matmuls(inst):
                     kind = matmul_arithmetic(dot)
                     matmuls[kind] = matmuls.get(kind, 0) + matmul_flops(dot) * n
             if replays.get(id(inst)) and not inst.op_name:
@@ -424,21 +449,6 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         matmul_flops=dict(sorted(matmuls.items(), key=lambda kv: -kv[1])),
         instructions=tuple(units),
     )
-
-
-def _matmuls(inst: Instruction) -> list[Instruction]:
-    """The dots and convolutions `inst` runs: itself, or those of the computations it fuses."""
-    if inst.opcode in MATMUL_OPCODES:
-        return [inst]
-    found: list[Instruction] = []
-    fused = list(inst.called_computations) if opinfo(inst.opcode).calls_kind == "fused" else []
-    while fused:
-        for op in fused.pop().instructions:
-            if op.opcode in MATMUL_OPCODES:
-                found.append(op)
-            elif op.called_computations and opinfo(op.opcode).calls_kind == "fused":
-                fused.extend(op.called_computations)
-    return found
 
 
 __all__ = [

@@ -41,3 +41,23 @@ class Facts:
 
 PLAIN = Facts()
 """Answers from the instructions alone."""
+
+
+class Alike:
+    """The computation to read for what another does: the one it repeats (`Facts.same_as`),
+    unless that one calls computations (then the other itself: the callees it calls are its
+    own). Analyses ask this of thousands of fused computations: whether a computation calls
+    any is found once."""
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+        self._calls: dict[int, bool] = {}
+
+    def __call__(self, comp: Computation) -> Computation:
+        original = self.facts.same_as(comp)
+        if original is comp:
+            return comp
+        calls = self._calls.get(id(original))
+        if calls is None:
+            calls = self._calls[id(original)] = any(i.called_computation_names for i in original.instructions)
+        return comp if calls else original

@@ -20,8 +20,14 @@ def _fused_parameters(comp: Computation) -> dict[int, Instruction]:
     return {p.parameter_number: p for p in comp.instructions if p.opcode == "parameter"}
 
 
-def _parameter_read_bytes(param: Instruction) -> int:
-    """HloCostAnalysis::FusionParameterReadBytes: what a fused parameter's users read of it."""
+def _same(comp: Computation) -> Computation:
+    return comp
+
+
+def _parameter_read_bytes(param: Instruction, alike=_same) -> int:
+    """HloCostAnalysis::FusionParameterReadBytes: what a fused parameter's users read of it.
+    `alike(comp)`: a computation whose instructions are a nested fused computation's own up to
+    names (the nested fusion's bytes are found in it)."""
     size = 0
     seen = False
 
@@ -47,7 +53,7 @@ def _parameter_read_bytes(param: Instruction) -> int:
             called = user.called_computations
             if not called:
                 continue
-            nested = called[0]
+            nested = alike(called[0])
             root = nested.root
             params = _fused_parameters(nested)
             for idx, operand in enumerate(user.operands):
@@ -72,7 +78,7 @@ def _parameter_read_bytes(param: Instruction) -> int:
                     elif not nested_seen:
                         nested_seen = True
                         inner = params.get(idx)
-                        size += _parameter_read_bytes(inner) if inner is not None else 0
+                        size += _parameter_read_bytes(inner, alike) if inner is not None else 0
         elif op == "slice":
             size += shape_size(user.shape)
         elif op == "dynamic-slice":
@@ -87,10 +93,10 @@ def _parameter_read_bytes(param: Instruction) -> int:
     return size
 
 
-def fusion_bytes(shape: Shape, comp: Computation) -> int:
+def fusion_bytes(shape: Shape, comp: Computation, alike=_same) -> int:
     """HandleFusion's bytes, for a fusion of result `shape` calling `comp`: the outputs (a
     dynamic-update-slice root writes its update), the fused parameters as read inside, and the
-    fused constants of more than one element."""
+    fused constants of more than one element. `alike`: as for `_parameter_read_bytes`."""
     root = comp.root
     nbytes = 0
     for index, sub in shape.subshapes():
@@ -108,7 +114,7 @@ def fusion_bytes(shape: Shape, comp: Computation) -> int:
             nbytes += shape_size(inst.shape)
     for number, param in sorted(_fused_parameters(comp).items()):
         if not param.shape.is_tuple:
-            nbytes += _parameter_read_bytes(param)
+            nbytes += _parameter_read_bytes(param, alike)
             continue
         for index, _leaf in param.shape.leaves():
             node = param
@@ -117,7 +123,7 @@ def fusion_bytes(shape: Shape, comp: Computation) -> int:
                     if user.opcode == "get-tuple-element" and user.attributes.decoded("index") == sub_index:
                         node = user
                         break
-            nbytes += _parameter_read_bytes(node)
+            nbytes += _parameter_read_bytes(node, alike)
     return nbytes
 
 

@@ -39,7 +39,7 @@ from ..ir.opcodes import REDUCTION_KINDS
 from ..ir.opcodes import info as opinfo
 from .callgraph import scheduled_callees
 from .dataflow import Value
-from .facts import Facts
+from .facts import Alike, Facts
 from .memory import MemoryModel
 from .sides import BACKWARD, FORWARD, OTHER, backward_start_step, side_of
 
@@ -424,11 +424,12 @@ def _gathers_as_all_reduce(model: MemoryModel) -> list[GatherAsAllReduce]:
     """All-reduces whose operand is a shard written into zeros (a dynamic-update-slice into a
     broadcast zero, or a pad with zeros) and whose result is then sliced."""
     found = []
+    alike = Alike(model.facts)
     for inst in model.dataflow.value_sets:
         op = opinfo(inst.opcode)
         if op.collective != "all-reduce" or op.async_role not in (None, "start") or not inst.operands:
             continue
-        if not _zero_padded(inst.operands[0]):
+        if not _zero_padded(inst.operands[0], alike):
             continue
         result = inst
         if op.async_role == "start":
@@ -439,14 +440,16 @@ def _gathers_as_all_reduce(model: MemoryModel) -> list[GatherAsAllReduce]:
     return found
 
 
-def _zero_padded(inst: Instruction) -> bool:
+def _zero_padded(inst: Instruction, alike: Alike) -> bool:
+    """Whether `inst` pads zeros around its data (a fusion: its fused computation's root, read
+    in the one `alike` names)."""
     if inst.opcode == "pad":
         return _is_zero(inst.operands[1]) if len(inst.operands) > 1 else False
     if inst.opcode == "dynamic-update-slice" and inst.operands:
         return _is_zero(inst.operands[0])
     if inst.opcode == "fusion":
         for comp in inst.called_computations:
-            root = comp.root
+            root = alike(comp).root
             if root.opcode in ("pad", "dynamic-update-slice"):
                 base = root.operands[1] if root.opcode == "pad" else root.operands[0]
                 return _is_zero(base)

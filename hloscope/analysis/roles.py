@@ -57,6 +57,7 @@ from ..ir.opcodes import info as opinfo
 from ..ir.opcodes import moves_data as opcode_moves_data
 from .callgraph import loop_parts
 from .dataflow import Value
+from .facts import Alike, Facts
 from .gathers import carried_values, gathered_values
 from .sides import BACKWARD, FORWARD, OTHER, recomputes, side_of
 from .memory import MemoryModel
@@ -118,6 +119,7 @@ class Roles:
 
     def __init__(self, module, model: MemoryModel):
         self.module, self.model = module, model
+        self._ops = _Ops(model.facts)
         self._role: dict[Value, str] = {}
         self.why: dict[Value, str] = {}
         """Each `unknown` value → why."""
@@ -127,7 +129,7 @@ class Roles:
         self._forward_steps = sorted(  # the steps where the forward pass computes something
             t for inst, t in model.live.schedule.time.items()
             if side_of(inst.op_name) == FORWARD and not recomputes(inst) and inst.info.value_rule == "define"
-            and not _moves(inst))
+            and not self._ops.moves(inst))
         self._busy: set[Value] = set()
         self._sides: dict[Value, str | None] = {}
         self._sink: dict[Value, bool] = {}
@@ -175,12 +177,12 @@ class Roles:
             # A fusion's output that is one of its operands, passed through.
             passed = self._operand_value(inst, origin.parameter_number)
             return (self._of(passed) if passed is not None else None) or "temporaries"
-        chain = _element_chain(origin) if origin is not inst else None
+        chain = _element_chain(origin, self._ops) if origin is not inst else None
         sources = self._sources(v, origin, chain)
-        collective = _collective(origin)
+        collective = self._ops.collective(origin)
         side = self._side(v)
         if origin is inst:
-            moves, keeps = _moves(inst), _keeps_elements(inst)
+            moves, keeps = self._ops.moves(inst), self._ops.keeps_elements(inst)
         else:  # an element of a multi-output fusion: a place only when its whole chain is one
             moves, keeps = (chain[1], True) if chain is not None else (False, False)
         if collective is not None or moves or keeps:
@@ -214,7 +216,7 @@ class Roles:
         otherwise."""
         if v in self._loop_sources:
             return "loop"
-        made_by = _collective(_origin(v))
+        made_by = self._ops.collective(_origin(v))
         if made_by is not None:
             return made_by
         waits = self._reduced_by(v)
@@ -224,10 +226,10 @@ class Roles:
         """The reduction collective that reads `v`, or a move of it, as it is."""
         df = self.model.dataflow
         for user, _, _ in v.uses:
-            kind = _collective(user)
+            kind = self._ops.collective(user)
             if kind in _GRADIENT_REDUCTIONS:
                 return kind
-            if depth < 8 and kind is None and _moves(user):
+            if depth < 8 and kind is None and self._ops.moves(user):
                 for w in df.value_sets.get(user, {}).values():
                     if w.instruction is user and w is not v:
                         found = self._reduced_by(w, depth + 1)
@@ -332,7 +334,7 @@ class Roles:
         found = any(side_of(u.op_name) == BACKWARD for u, _, _ in v.uses)
         if not found and depth < 64:
             df = self.model.dataflow
-            later = [w for user, _, _ in v.uses if user.op_name is None and _moves(user)
+            later = [w for user, _, _ in v.uses if user.op_name is None and self._ops.moves(user)
                      for w in df.value_sets.get(user, {}).values() if w.instruction is user and w is not v]
             found = any(self._read_backward(w, depth + 1) for w in later + self._holders(v))
         self._backward[v] = found
@@ -361,11 +363,11 @@ class Roles:
             found = bool(readers) or bool(holders)
             for user, _, _ in readers:
                 made = [u for u in df.value_sets.get(user, {}).values() if u.instruction is user]
-                if not made or _collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
+                if not made or self._ops.collective(user) in _GRADIENT_REDUCTIONS or side_of(user.op_name) == OTHER:
                     continue  # a position of `v` (a bitcast forwards it; its readers are v's), or a sink
                 if any(u in written for u in made):
                     continue  # the accumulation step: what it makes goes back into this state
-                if not (_keeps_gradient(user) or _moves(user)) or not all(
+                if not (_keeps_gradient(user) or self._ops.moves(user)) or not all(
                         self._feeds_gradient_sink(u, depth + 1) for u in made if not u.shape.is_tuple):
                     found = False
                     break
@@ -390,14 +392,14 @@ def _origin(v: Value) -> Instruction:
     return node
 
 
-def _element_chain(origin: Instruction) -> tuple[list[Instruction], bool] | None:
+def _element_chain(origin: Instruction, ops: _Ops) -> tuple[list[Instruction], bool] | None:
     """For a fused instruction making an element of a multi-output fusion: when it only
     converts or moves what the fusion reads (`keeps_elements`, `moves_data`, all the way to
     the fused parameters), those parameters and whether it only moves them; None when it
     computes (a conversion of a tanh of a matmul is the matmul's result, not its operands)."""
     moves = True
     for i in _fused_walk(origin):
-        if i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or _moves(i):
+        if i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or ops.moves(i):
             continue
         if not opinfo(i.opcode).keeps_elements:
             return None
@@ -431,44 +433,64 @@ def _made_from_nothing(inst: Instruction) -> bool:
     return not any(o.shape.is_tuple or o.shape.dimensions for o in inst.operands)
 
 
-def _collective(inst: Instruction) -> str | None:
-    """The collective `inst` performs: its opcode's, or for a fusion or an async start of
-    one, the one its fused computation runs (XLA's GPU collective fusions, a Triton kernel
-    around an all-reduce: `fusion-start(...), calls=%fused_all-reduce...`)."""
-    op = opinfo(inst.opcode)
-    if op.collective is not None or (op.calls_kind != "fused" and op.wrapped != "fusion"):
-        return op.collective
-    for comp in inst.called_computations[:1]:
-        for i in comp.instructions:
-            if i.info.collective is not None:
-                return i.info.collective
-    return None
+class _Ops:
+    """What an op does that roles ask of thousands of values: the collective it performs,
+    whether it only moves data or keeps its operands' elements. A fusion's answer is its
+    fused computation's, found once per computation, and for one alike another from that
+    one (`facts.Alike`)."""
 
+    def __init__(self, facts: Facts):
+        self._alike = Alike(facts)
+        self._collective: dict[int, str | None] = {}
+        self._moves_only: dict[int, bool] = {}
+        self._keeps_only: dict[int, bool] = {}
 
-def _moves(inst: Instruction) -> bool:
-    """Whether `inst` only moves data: a move of the opcode table, or a fusion of moves alone
-    (XLA's `wrapped_concatenate` of a combined all-reduce, a hoisted `bitcast_dynamic-slice`)."""
-    if inst.opcode == "custom-call":
-        target = inst.attributes.get("custom_call_target")
-        return opcode_moves_data(inst.opcode, unquote(target) if target else None)
-    if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
-        return _moves_only(inst.called_computations[0])
-    return opcode_moves_data(inst.opcode)
+    def collective(self, inst: Instruction) -> str | None:
+        """The collective `inst` performs: its opcode's, or for a fusion or an async start of
+        one, the one its fused computation runs (XLA's GPU collective fusions, a Triton kernel
+        around an all-reduce: `fusion-start(...), calls=%fused_all-reduce...`)."""
+        op = opinfo(inst.opcode)
+        if op.collective is not None or (op.calls_kind != "fused" and op.wrapped != "fusion"):
+            return op.collective
+        if not inst.called_computations:
+            return None
+        comp = self._alike(inst.called_computations[0])
+        key = id(comp)
+        if key not in self._collective:
+            self._collective[key] = next(
+                (i.info.collective for i in comp.instructions if i.info.collective is not None), None)
+        return self._collective[key]
 
+    def moves(self, inst: Instruction) -> bool:
+        """Whether `inst` only moves data: a move of the opcode table, or a fusion of moves
+        alone (XLA's `wrapped_concatenate` of a combined all-reduce, a hoisted
+        `bitcast_dynamic-slice`)."""
+        if inst.opcode == "custom-call":
+            target = inst.attributes.get("custom_call_target")
+            return opcode_moves_data(inst.opcode, unquote(target) if target else None)
+        if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
+            comp = self._alike(inst.called_computations[0])
+            found = self._moves_only.get(id(comp))
+            if found is None:
+                found = self._moves_only[id(comp)] = all(
+                    i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or self.moves(i)
+                    for i in comp.instructions)
+            return found
+        return opcode_moves_data(inst.opcode)
 
-def _keeps_elements(inst: Instruction) -> bool:
-    """Whether every element `inst` makes is one of its operand's, converted or not (a weight
-    cast to bfloat16 is still the weight): the opcode table's `keeps_elements`, or a fusion
-    of such ops alone."""
-    if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
-        return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or opinfo(i.opcode).keeps_elements
-                   or _made_from_nothing(i) for i in inst.called_computations[0].instructions)
-    return opinfo(inst.opcode).keeps_elements
-
-
-def _moves_only(comp: Computation) -> bool:
-    return all(i.opcode in ("parameter", "tuple", "get-tuple-element") or _made_from_nothing(i) or _moves(i)
-               for i in comp.instructions)
+    def keeps_elements(self, inst: Instruction) -> bool:
+        """Whether every element `inst` makes is one of its operand's, converted or not (a
+        weight cast to bfloat16 is still the weight): the opcode table's `keeps_elements`, or
+        a fusion of such ops alone."""
+        if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
+            comp = self._alike(inst.called_computations[0])
+            found = self._keeps_only.get(id(comp))
+            if found is None:
+                found = self._keeps_only[id(comp)] = all(
+                    i.opcode in ("parameter", "tuple", "get-tuple-element") or opinfo(i.opcode).keeps_elements
+                    or _made_from_nothing(i) for i in comp.instructions)
+            return found
+        return opinfo(inst.opcode).keeps_elements
 
 
 def _keeps_gradient(inst: Instruction) -> bool:
