@@ -251,6 +251,7 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     with `work_out_side`): the report is the one worked out in one process."""
     from hloscope.api import compare, loading
     from hloscope.api import module as module_api
+    from hloscope.speed import cache, seam
 
     a, b = (FIXTURES / name / "module.hlo.txt" for name in ("cpu_hsdp_accum1", "cpu_remat_full"))
     monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
@@ -265,11 +266,12 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     started = runtime.in_child_sending
 
     def spy(fn, *args):
-        jobs.append((args[0] if fn is runtime._send_result else fn, started(fn, *args)))
+        # The work the child does: what `in_child` and `seam.ahead` wrap.
+        jobs.append((args[0] if fn in (runtime._send_result, seam._with_a_cpu_taken) else fn, started(fn, *args)))
         return jobs[-1][1]
 
     monkeypatch.setattr(runtime, "in_child_sending", spy)
-    stored = _spy(monkeypatch, loading.cache, "lookup")
+    stored = _spy(monkeypatch, cache, "lookup")
     worked_out = _spy(monkeypatch, compare, "work_out_side")
     models = _spy(monkeypatch, module_api, "build_memory_model")
     got = _diff_cli(a, b, "--json")
@@ -278,7 +280,7 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     assert jobs and jobs[0][0] is loading._read_ahead and jobs[0][1] is not None  # the read-ahead child
     assert stored[-1] is not None  # B's outline, which the child kept, was read from the cache
     assert worked_out == []  # called in the child only
-    assert compare._side_as_plain not in [fn for fn, _ in jobs]  # no second child for B's side
+    assert seam._as_plain not in [fn for fn, _ in jobs]  # no second child for B's side
     assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
 
 

@@ -29,7 +29,6 @@ from ..text.dumpfiles import (
     mlir_start,
     side_file_kind,
 )
-from ..speed import cache, runtime
 from ..speed import seam as speed
 from ..units import human_bytes
 from .module import Module, adopt
@@ -186,18 +185,16 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     name = display_name(path)
     data = read_bytes(path)
     # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
-    key = cache.digest_bytes(data) if cache.enabled() else None
+    key = speed.content_key(data)
     text = decode_text(data, path)
     del data
     if lazy and key is not None:
-        modules = cache.lookup(text, name, key)
+        modules = speed.kept_modules(text, name, key)
         if modules is not None:
             return adopt(modules)
     modules = parse_all(text, name, lazy=lazy, progress=progress)
     if key is not None:
-        if lazy:
-            cache.store(text, modules, key)
-        cache.attach(modules, key)
+        speed.keep_modules(text, modules, key, lazy)
     return modules
 
 
@@ -387,8 +384,8 @@ def reading_ahead(paths, module: str | None = None, then: Callable[[Module], obj
     Nothing is read ahead where the cache is off, no child can start, or the files are
     small; a child that fails (an input the resolution rejects, a text with an error) leaves
     nothing, and loading the inputs later meets what it met, in the command's own order."""
-    job, inputs, found = None, (), []
-    if paths and cache.enabled():
+    inputs, found = (), []
+    if paths and speed.caching():
         try:
             inputs = resolve_inputs(paths, module).inputs
             found = [inp for inp in inputs
@@ -398,10 +395,8 @@ def reading_ahead(paths, module: str | None = None, then: Callable[[Module], obj
         # `then` only where the child reads every input: its one module is then the inputs' one.
         if len(found) < len(inputs):
             then = None
-        if found:
-            job = runtime.FORKING.stream(_read_ahead, found, then)
-    ahead = ReadAhead(job, then is not None)
-    with runtime.taking_cpus(1 if job is not None else 0):
+    with speed.ahead(_read_ahead, found, then) if found else contextlib.nullcontext() as job:
+        ahead = ReadAhead(job, then is not None)
         try:
             yield ahead
             ahead.stored()
@@ -410,12 +405,12 @@ def reading_ahead(paths, module: str | None = None, then: Callable[[Module], obj
 
 
 def _read_ahead(send, inputs: list[Input], then: Callable[[Module], object] | None) -> None:
-    with runtime.taking_cpus(1):  # the parent's, reading the other inputs: parse in one part
-        modules = [m for inp in inputs for m in load_input(inp, lazy=True)]
+    # (The parent's CPU is taken meanwhile: each text here is parsed in one part.)
+    modules = [m for inp in inputs for m in load_input(inp, lazy=True)]
+    send(True)
+    if then is not None and len(modules) == 1:
+        then(modules[0])
         send(True)
-        if then is not None and len(modules) == 1:
-            then(modules[0])
-            send(True)
 
 
 def xla_figures(inp: Input) -> BufferAssignmentFigures | None:

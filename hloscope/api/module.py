@@ -40,7 +40,6 @@ from ..analysis.stats import module_stats
 from ..ir import module as ir
 from ..text.printer import module_to_text
 from ..speed import seam as speed
-from ..speed import cache
 
 _last_model: list = [None, None]
 """The last module's memory model and its key: `memory()` then `held_gathers()` on one
@@ -107,13 +106,13 @@ RESULT_TYPES = {
 """The frozen dataclasses each analysis's result is made of: what may be rebuilt from plain
 data (the cache's files, a forked child's answer)."""
 
-_memory = cache.memoized("memory", RESULT_TYPES["memory"])(_memory)
-_roles = cache.memoized("roles", RESULT_TYPES["roles"])(_roles)
-_held_gathers = cache.memoized("gathers", RESULT_TYPES["gathers"])(_held_gathers)
-_role_timelines = cache.memoized("role_timelines", ())(_role_timelines)
-_collectives = cache.memoized("collectives", RESULT_TYPES["collectives"])(_collectives)
-_cost = cache.memoized("cost", RESULT_TYPES["cost"])(_cost)
-cost_in_brief = cache.memoized("cost_in_brief", RESULT_TYPES["cost"])(_cost_in_brief)
+_memory = speed.memoized("memory", RESULT_TYPES["memory"])(_memory)
+_roles = speed.memoized("roles", RESULT_TYPES["roles"])(_roles)
+_held_gathers = speed.memoized("gathers", RESULT_TYPES["gathers"])(_held_gathers)
+_role_timelines = speed.memoized("role_timelines", ())(_role_timelines)
+_collectives = speed.memoized("collectives", RESULT_TYPES["collectives"])(_collectives)
+_cost = speed.memoized("cost", RESULT_TYPES["cost"])(_cost)
+cost_in_brief = speed.memoized("cost_in_brief", RESULT_TYPES["cost"])(_cost_in_brief)
 
 
 def kept(module, platform: str | None = None, alignment: int | None = None) -> bool:

@@ -19,7 +19,6 @@ from typing import NoReturn
 import click
 
 from .. import __version__
-from ..speed.runtime import wait_for_background
 from ..errors import HloscopeError
 
 # name → ("module:attribute" of the click command, its line in `hloscope --help`), the main
@@ -151,7 +150,9 @@ def _exit(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said
             pass
-    wait_for_background()
+    seam = sys.modules.get("hloscope.speed.seam")
+    if seam is not None:  # only a command that loaded HLO through it left children writing the cache
+        seam.finish()
     os._exit(code)
 
 

@@ -1,14 +1,24 @@
-"""The one seam: how the api layer parses and analyses through hloscope.speed."""
+"""The one seam: everything the layers above ask of hloscope.speed, and the only module of it
+they import (a contract in pyproject.toml). Each entry has a plain equivalent that gives the
+same answers: a parse without laziness, an analysis without the cache, the two sides of a
+diff one after the other."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from ..text.parser import parse_part
-from . import runtime
+from . import cache, plain, runtime
 from .facts import TEXT_FACTS
 from .lazy import LAZY, check_elsewhere, read_all, settle
 from .split import parse_in_two
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+# ─── parsing ─────────────────────────────────────────────────────────────────────────
 
 
 def parse_lazily(text: str, filename: str, progress=None) -> list:
@@ -29,6 +39,41 @@ def parse_eagerly(text: str, filename: str, progress=None) -> list:
         return parse_part(text, filename, progress=progress)
 
 
+# ─── the cache ───────────────────────────────────────────────────────────────────────
+
+
+def caching() -> bool:
+    """Whether the cache is on (`HLOSCOPE_CACHE`, `--no-cache`)."""
+    return cache.enabled()
+
+
+def content_key(data: bytes) -> str | None:
+    """The name of everything the cache keeps for a file of these bytes; None when the cache
+    is off."""
+    return cache.digest_bytes(data) if cache.enabled() else None
+
+
+def kept_modules(text: str, filename: str, key: str) -> list | None:
+    """The modules of `text` from the outline the cache keeps under `key`, bodies unread
+    (as `parse_lazily` leaves them); None when it keeps none."""
+    return cache.lookup(text, filename, key)
+
+
+def keep_modules(text: str, modules: list, key: str, lazy: bool) -> None:
+    """Keep the outline of `modules` (parsed lazily from `text`) under `key`, and name them
+    by it, so that analyses keep their results (`memoized`)."""
+    if lazy:
+        cache.store(text, modules, key)
+    cache.attach(modules, key)
+
+
+memoized = cache.memoized
+"""`memoized(name, types)(fn)`: `fn(module, ...)`'s result kept by the module's text's hash."""
+
+
+# ─── analysing ───────────────────────────────────────────────────────────────────────
+
+
 @contextlib.contextmanager
 def analyzing(module, reads_all: bool = False):
     """One analysis of `module` at work: the cyclic GC off (an analysis makes hundreds of
@@ -45,3 +90,52 @@ def analyzing(module, reads_all: bool = False):
             settle(module)
         finally:
             check_elsewhere(module, None)
+
+
+def meanwhile(here: Callable[[], T], there: Callable[[], U], types: tuple[type, ...]) -> tuple[T, U]:
+    """(`here()`, `there()`), `there` worked out by a forked child while this process works
+    out `here` (each then keeps one CPU busy). `types`: the frozen dataclasses `there()`'s
+    answer is made of, which it crosses as (`plain`). Where no child starts, or it fails
+    (its error is then raised by `there()` here, after `here()`'s: the order they come in
+    without a child), both are worked out here, one after the other."""
+    allowed = plain.allowing(types)
+    job = runtime.FORKING.submit(_as_plain, there, allowed)
+    with runtime.taking_cpus(1 if job is not None else 0):
+        try:
+            first = here()
+        except BaseException:
+            if job is not None:
+                job.cancel()
+            raise
+    answer = job.result() if job is not None else None
+    if answer is None:
+        return first, there()
+    with runtime.no_cyclic_gc():
+        return first, plain.decode(answer, allowed)
+
+
+def _as_plain(there: Callable[[], Any], allowed) -> Any:
+    with runtime.taking_cpus(1):  # the parent's, working out the other half
+        return plain.encode(there(), allowed)
+
+
+@contextlib.contextmanager
+def ahead(work: Callable[..., None], *args: Any) -> Iterator[runtime.Child | None]:
+    """While the block runs, a forked child does `work(send, *args)`, each `send(message)`
+    (plain data) reaching the block's `child.receive()` in turn; the block gets None where
+    no child starts (the caller then does the work itself, when it needs it). The child and
+    the block each keep one CPU busy meanwhile."""
+    child = runtime.FORKING.stream(_with_a_cpu_taken, work, *args)
+    with runtime.taking_cpus(1 if child is not None else 0):
+        yield child
+
+
+def _with_a_cpu_taken(send, work: Callable[..., None], *args: Any) -> None:
+    with runtime.taking_cpus(1):  # the parent's
+        work(send, *args)
+
+
+def finish() -> None:
+    """Before the process leaves: wait for the children that write into the cache (what they
+    write is there for the next command)."""
+    runtime.wait_for_background()
