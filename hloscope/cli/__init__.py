@@ -19,6 +19,7 @@ from typing import NoReturn
 import click
 
 from .. import __version__
+from ..speed.seam import finish as finish_background
 from ..errors import HloscopeError
 
 # name → ("module:attribute" of the click command, its line in `hloscope --help`), the main
@@ -150,9 +151,7 @@ def _exit(code: int) -> NoReturn:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`| head`): nothing more can be said
             pass
-    seam = sys.modules.get("hloscope.speed.seam")
-    if seam is not None:  # only a command that loaded HLO through it left children writing the cache
-        seam.finish()
+    finish_background()
     os._exit(code)
 
 

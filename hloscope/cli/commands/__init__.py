@@ -137,9 +137,10 @@ def load_modules(path: str):
         return load_all(path, lazy=True, progress=progress)
 
 
-def emit(payload: dict[str, Any], as_json: bool, render: Callable[[], Any]) -> None:
-    """Print `payload` as JSON, or what `render()` returns (a string or rich renderables)."""
+def emit(payload: Callable[[], dict[str, Any]], as_json: bool, render: Callable[[], Any]) -> None:
+    """Print `payload()` as JSON, or what `render()` returns (a string or rich renderables):
+    only the one asked for is made."""
     if as_json:
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.write(json.dumps(payload(), indent=2) + "\n")
         return
     print_renderable(render())

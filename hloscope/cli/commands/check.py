@@ -127,7 +127,7 @@ def check(files, module_regex, max_temp, max_collectives, expect_collectives, dy
                "modules": [{"file": x.file, "name": x.module.name, "violations": [v.to_dict() for v in vs]}
                            for x, vs in zip(loaded, found)]}
     if as_json:
-        emit(payload, True, lambda: None)
+        emit(lambda: payload, True, lambda: None)
     else:  # plain lines: annotations must not be wrapped or read as rich markup
         for file in dict.fromkeys(x.file for x in loaded):
             mine = [(x, vs) for x, vs in zip(loaded, found) if x.file == file]

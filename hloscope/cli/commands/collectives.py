@@ -38,6 +38,6 @@ def count_collectives(files, module_regex, by, as_json):
     loaded = load_inputs(files, module_regex)
     warn_unscheduled(loaded)
     results = [x.module.collectives() for x in loaded]
-    payload = {"modules": [with_file(x, r.to_dict(by=by)) for x, r in zip(loaded, results)]}
-    emit(payload, as_json, lambda: collectives_report(results, by, file_labels(loaded)))
+    emit(lambda: {"modules": [with_file(x, r.to_dict(by=by)) for x, r in zip(loaded, results)]}, as_json,
+         lambda: collectives_report(results, by, file_labels(loaded)))
     return 0

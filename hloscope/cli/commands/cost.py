@@ -46,11 +46,15 @@ def cost(files, module_regex, by, top, target, as_json):
     loaded = load_inputs(files, module_regex)
     results = [x.module.cost() for x in loaded]
     estimates = [roofline(r, target) for r in results] if target else None
-    payload = {"modules": []}
-    for k, (x, r) in enumerate(zip(loaded, results)):
-        entry = r.to_dict(by=by, top=top)
-        if estimates:
-            entry["roofline"] = estimates[k].to_dict()
-        payload["modules"].append(with_file(x, entry))
+
+    def payload():
+        modules = []
+        for k, (x, r) in enumerate(zip(loaded, results)):
+            entry = r.to_dict(by=by, top=top)
+            if estimates:
+                entry["roofline"] = estimates[k].to_dict()
+            modules.append(with_file(x, entry))
+        return {"modules": modules}
+
     emit(payload, as_json, lambda: cost_report(results, by, top, file_labels(loaded), estimates))
     return 0

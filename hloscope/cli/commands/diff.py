@@ -68,11 +68,14 @@ def diff(a, b, module_regex, top, html_out, as_json):
             a_timelines = x.module.role_timelines()
         write_html(html_out, diff_page(results[0], (x.file, y.file), (a_timelines, y.module.role_timelines())))
         click.echo(f"wrote {html_out}", err=True)
-    payloads = []
-    for (x, y), r in zip(pairs, results):
-        p = r.to_dict()
-        p["a"]["file"], p["b"]["file"] = x.file, y.file
-        payloads.append({"name": x.module.name, **p})
-    payload = payloads[0] if len(payloads) == 1 else {"modules": payloads}
+
+    def payload():
+        payloads = []
+        for (x, y), r in zip(pairs, results):
+            p = r.to_dict()
+            p["a"]["file"], p["b"]["file"] = x.file, y.file
+            payloads.append({"name": x.module.name, **p})
+        return payloads[0] if len(payloads) == 1 else {"modules": payloads}
+
     emit(payload, as_json, lambda: [row for r in results for row in diff_report(r, top)])
     return 0

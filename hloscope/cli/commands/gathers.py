@@ -34,6 +34,6 @@ def gathers(files, module_regex, as_json):
     modules = [x.module for x in loaded]
     results = [m.held_gathers() for m in modules]
     memories = [m.memory() for m in modules]
-    emit({"modules": [with_file(x, r.to_dict()) for x, r in zip(loaded, results)]}, as_json,
+    emit(lambda: {"modules": [with_file(x, r.to_dict()) for x, r in zip(loaded, results)]}, as_json,
          lambda: gathers_report(results, memories))
     return 0

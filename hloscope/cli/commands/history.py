@@ -26,7 +26,7 @@ def history(database, html_out, steps, as_json):
     if html_out:
         write_html(html_out, html(found, f"hloscope trend · {os.path.basename(database)}"))
     if as_json:
-        emit(trend_json(found), True, lambda: None)
+        emit(lambda: trend_json(found), True, lambda: None)
     else:
         click.echo(text(found) if found else f"{database}: no runs" + (f" of {', '.join(steps)}" if steps else ""))
     return 0

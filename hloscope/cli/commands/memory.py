@@ -55,12 +55,14 @@ def memory(files, module_regex, top, as_json, html_out, by):
                                          [x.module.roles() for x in loaded]))
         click.echo(f"wrote {html_out}", err=True)
     roles = [x.module.roles() for x in loaded] if by == "role" else None
-    payload = {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {}),
-                                         **({"by_role": dict(roles[n].by_role),
-                                             "temp_by_role": dict(roles[n].temp_by_role),
-                                             "held_at_peak": [b.to_dict() for b in roles[n].buffers]}
-                                            if roles else {})})
-                           for n, (x, r, f) in enumerate(zip(loaded, results, xla))]}
+
+    def payload():
+        return {"modules": [with_file(x, {**r.to_dict(), **({"xla_buffer_assignment": f.to_dict()} if f else {}),
+                                          **({"by_role": dict(roles[n].by_role),
+                                              "temp_by_role": dict(roles[n].temp_by_role),
+                                              "held_at_peak": [b.to_dict() for b in roles[n].buffers]}
+                                             if roles else {})})
+                            for n, (x, r, f) in enumerate(zip(loaded, results, xla))]}
 
     def render():
         out = memory_report(results, top, file_labels(loaded), xla)

@@ -21,6 +21,6 @@ def stats(files, module_regex, as_json):
     """Modules, computations, instructions and the opcode histogram of FILE..."""
     loaded = load_inputs(files, module_regex)
     result = compute([x.module for x in loaded])
-    payload = {"modules": [with_file(x, m.to_dict()) for x, m in zip(loaded, result.modules)]}
-    emit(payload, as_json, lambda: stats_report(result, file_labels(loaded)))
+    emit(lambda: {"modules": [with_file(x, m.to_dict()) for x, m in zip(loaded, result.modules)]}, as_json,
+         lambda: stats_report(result, file_labels(loaded)))
     return 0

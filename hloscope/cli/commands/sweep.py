@@ -55,5 +55,5 @@ def sweep(factory, grid, target, hbm, jobs, cluster, cache_dir, timeout, worker_
         bar.close()
     if html_out:
         write_html(html_out, sweep_page(result))
-    emit(result.to_dict(), as_json, lambda: sweep_report(result))
+    emit(result.to_dict, as_json, lambda: sweep_report(result))
     return 0
