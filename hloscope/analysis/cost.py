@@ -281,8 +281,13 @@ class _Coster:
             alike = (priced, marked)
             cost = self._alike.get(alike)
             if cost is None:
-                # Priced by its structure: the alike one it repeats holds the same instructions.
-                walked = comp if priced is comp else self._alike_one(comp)
+                walked = comp
+                if priced is not comp:
+                    # Priced by its structure: the body it repeats holds the same instructions,
+                    # and prices them alike unless its names are priced (its own collectives).
+                    original = self._alike_one(comp)
+                    if original is not comp and self._what_is_priced(original) is priced:
+                        walked = original
                 self._marks.append(marked)
                 try:
                     parts = [self.instruction(inst) for inst in walked.instructions]

@@ -3,6 +3,8 @@ counts them: what its users inside read of each fused parameter, not the paramet
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..ir.module import Computation, Instruction
 from ..ir.shape import Shape
 from .op_cost import first_elements_in, shape_size
@@ -21,10 +23,11 @@ def _fused_parameters(comp: Computation) -> dict[int, Instruction]:
 
 
 def _same(comp: Computation) -> Computation:
+    """Each computation read as itself."""
     return comp
 
 
-def _parameter_read_bytes(param: Instruction, alike=_same) -> int:
+def _parameter_read_bytes(param: Instruction, alike: Callable[[Computation], Computation] = _same) -> int:
     """HloCostAnalysis::FusionParameterReadBytes: what a fused parameter's users read of it.
     `alike(comp)`: a computation whose instructions are a nested fused computation's own up to
     names (the nested fusion's bytes are found in it)."""
@@ -93,7 +96,7 @@ def _parameter_read_bytes(param: Instruction, alike=_same) -> int:
     return size
 
 
-def fusion_bytes(shape: Shape, comp: Computation, alike=_same) -> int:
+def fusion_bytes(shape: Shape, comp: Computation, alike: Callable[[Computation], Computation] = _same) -> int:
     """HandleFusion's bytes, for a fusion of result `shape` calling `comp`: the outputs (a
     dynamic-update-slice root writes its update), the fused parameters as read inside, and the
     fused constants of more than one element. `alike`: as for `_parameter_read_bytes`."""
