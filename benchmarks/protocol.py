@@ -145,64 +145,53 @@ class Mechanism:
 
 
 MECHANISMS = (
-    Mechanism("forks (all)", "every forked helper: parse in two, check elsewhere, fused facts, packing, "
-              "background outline write, read-ahead, diff's B side", "env", env={"HLOSCOPE_JOBS": "1"},
-              where="hloscope/settings.py jobs_allowed (HLOSCOPE_JOBS=1), read by api/runtime.py can_fork"),
+    Mechanism("forks (all)", "every forked helper: parse in two, check elsewhere, background outline write, "
+              "read-ahead, diff's B side", "env", env={"HLOSCOPE_JOBS": "1"},
+              where="hloscope/settings.py jobs_allowed (HLOSCOPE_JOBS=1), read by speed/runtime.py can_fork"),
     Mechanism("parse in two", "a large text's lazy parse split between this process and a child", "patch",
-              patches=(("set", "hloscope.text.split", "MIN_CHARS", BIG),),
-              where="hloscope/text/split.py _split_point (MIN_CHARS), called from api/loading.py parse_all"),
+              patches=(("set", "hloscope.speed.split", "MIN_CHARS", BIG),),
+              where="hloscope/speed/split.py _split_point (MIN_CHARS), called from speed/seam.py parse_lazily"),
     Mechanism("check elsewhere", "the full parse's verdict on unread bodies found by a child during the analysis",
-              "patch", patches=(("set", "hloscope.text.parser", "CHECK_ELSEWHERE_CHARS", BIG),),
-              where="hloscope/text/parser.py _Verdict.sound (CHECK_ELSEWHERE_CHARS); or api/module.py "
-                    "_analyzing passing runtime.FORKING to check_elsewhere"),
-    Mechanism("fused facts child", "fused computations' facts worked out by a child during the memory model",
-              "patch", patches=(("set", "hloscope.analysis.memory", "FUSED_FACTS_MIN_COMPUTATIONS", BIG),),
-              commands=("memory",),
-              where="hloscope/analysis/memory.py build_memory_model (FUSED_FACTS_MIN_COMPUTATIONS, "
-                    "from analysis/dataflow.py); or api/module.py _model's executor"),
-    Mechanism("packing child", "the heap's second packing order packed by a child", "patch",
-              patches=(("set", "hloscope.analysis.liveness", "PARALLEL_MIN_GROUPS", BIG),), commands=("memory",),
-              where="hloscope/analysis/liveness.py packing (PARALLEL_MIN_GROUPS, before executor.submit)"),
+              "patch", patches=(("set", "hloscope.speed.lazy", "CHECK_ELSEWHERE_CHARS", BIG),),
+              where="hloscope/speed/lazy.py Verdict.sound (CHECK_ELSEWHERE_CHARS); speed/seam.py analyzing"),
     Mechanism("background outline write", "the outline written to the cache by a child", "patch",
-              patches=(("set", "hloscope.api.cache", "BACKGROUND_MIN_CHARS", BIG),),
-              where="hloscope/api/cache.py store (BACKGROUND_MIN_CHARS, before runtime.in_background)"),
+              patches=(("set", "hloscope.speed.cache", "BACKGROUND_MIN_CHARS", BIG),),
+              where="hloscope/speed/cache.py store (BACKGROUND_MIN_CHARS, before runtime.in_background)"),
     Mechanism("copies", "a body repeating one read before, up to names, made from it instead of read", "patch",
-              patches=(("const", "hloscope.text.parser", "copies_of", [None, [], []]),),
-              where="hloscope/ir/module.py Module.read_all (its copies dict) and text/parser.py "
-                    "_Verdict._first_error / LazyBody._read_or_copy (copies_of)"),
+              patches=(("const", "hloscope.speed.lazy", "copies_of", [None, [], []]),),
+              where="hloscope/speed/lazy.py read_all / _read_or_copy / Verdict._first_error (copies_of)"),
     Mechanism("repeats skip the pattern", "the lazy cut: a body matched before up to names is not matched again",
-              "patch", patches=(("const", "hloscope.text.parser", "_matched_before", None),),
-              where="hloscope/text/parser.py _printed_computations (_matched_before)"),
+              "patch", patches=(("const", "hloscope.text.printed", "_matched_before", None),),
+              where="hloscope/text/printed.py _printed_computations (_matched_before)"),
     Mechanism("lazy bodies", "bodies cut into instructions on first use (off: the commands parse in full)",
               "patch", patches=(("force_kwargs", "hloscope.api.loading", "parse_all", {"lazy": False}),),
               where="hloscope/cli/commands/__init__.py load_inputs (lazy=True) / api/loading.py load_all"),
-    Mechanism("GC switching", "the cyclic collector switched off (cli main, parser x3, runtime, dataflow, "
-              "liveness)", "patch", patches=(("const", "gc", "disable", None),),
-              where="hloscope/cli/__init__.py main, api/runtime.py no_cyclic_gc, text/parser.py (3), "
-                    "analysis/dataflow.py, analysis/liveness.py: one setting each would read"),
+    Mechanism("GC switching", "the cyclic collector switched off (cli main, speed/runtime.py no_cyclic_gc)",
+              "patch", patches=(("const", "gc", "disable", None),),
+              where="hloscope/cli/__init__.py main, speed/runtime.py no_cyclic_gc"),
     Mechanism("malloc trim", "freed parse buffers handed back to the system (malloc_trim)", "patch",
-              patches=(("const", "hloscope.api.runtime", "trim", None),),
-              where="hloscope/api/runtime.py trim"),
+              patches=(("const", "hloscope.speed.runtime", "trim", None),),
+              where="hloscope/speed/runtime.py trim"),
     Mechanism("caches (all)", "outlines, results and Lark's grammar tables (cold then also builds the grammar)",
               "env", env={"HLOSCOPE_CACHE": "0"},
               where="hloscope/settings.py cache_enabled (HLOSCOPE_CACHE=0; also `hloscope --no-cache`)"),
     Mechanism("read-ahead", "diff: B read (and its side worked out) by a child while A is read", "patch",
               patches=(("set", "hloscope.api.loading", "READ_AHEAD_MIN_BYTES", BIG),), commands=("diff",),
-              where="hloscope/api/loading.py reading_ahead (READ_AHEAD_MIN_BYTES)"),
+              where="hloscope/api/loading.py reading_ahead (READ_AHEAD_MIN_BYTES), through speed/seam.py ahead"),
 )
 
 UNSWITCHED = (
-    ("diff's B side in a child", "hloscope/api/compare.py sides (runtime.FORKING.submit): only HLOSCOPE_JOBS=1, "
+    ("diff's B side in a child", "hloscope/api/compare.py sides (speed/seam.py meanwhile): only HLOSCOPE_JOBS=1, "
      "which stops every fork; with read-ahead on, the read-ahead child works B's side out instead"),
     ("outline cache (warm path)", "its gain is the cold → warm rows of the main table; HLOSCOPE_CACHE=0 turns "
      "it off with the rest"),
-    ("peeks / may_mention on unread bodies", "hloscope/text/parser.py LazyBody.peek / _Peek and "
-     "ir/module.py Computation.may_mention: part of lazy bodies (off with them), no switch of their own"),
+    ("answers from the text of unread bodies", "hloscope/speed/facts.py TextFacts (writes_any, holds_any, "
+     "same_as, in-place pairs): part of lazy bodies (off with them), no switch of their own"),
 )
 
 # The child that applies a mechanism's patches, then runs hloscope's CLI as `-m hloscope` would.
 # It also counts the forks this process makes, by the hloscope function that asked (the first
-# frame outside api/runtime.py), and writes them to stderr as it exits: which mechanisms ran.
+# frame outside speed/runtime.py), and writes them to stderr as it exits: which mechanisms ran.
 _PATCHING = r"""
 import collections, importlib, json, os, sys, traceback
 _forks, _fork, _exit, _main = collections.Counter(), os.fork, os._exit, os.getpid()
