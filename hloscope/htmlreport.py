@@ -24,6 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from .analysis import backends
 from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
 from .analysis.roles import ROLES, RolesAtPeak
@@ -44,10 +45,10 @@ ROLE_COLORS = {
 _TEMP_WORDS = {
     "packed": {"key": "XLA temp allocation", "card": "packed", "line": "XLA temp allocation (packed)",
                "legend": "XLA's temp allocation: the buffers packed, with fragmentation"},
-    "tpu": {"key": "XLA temp", "card": "libtpu's figure", "line": "XLA temp (libtpu's figure)",
-            "legend": "XLA's temp: libtpu's HBM temp allocation, its fragmentation counted once more"},
+    "libtpu": {"key": "XLA temp", "card": "libtpu's figure", "line": "XLA temp (libtpu's figure)",
+               "legend": "XLA's temp: libtpu's HBM temp allocation, its fragmentation counted once more"},
 }
-"""How the page names the temp figure: what it is on CPU and GPU, and on TPU (see the note)."""
+"""How the page names the temp figure, by what the target reports (`Backend.temp_figure`)."""
 
 
 def timeline_data(result: MemoryAnalysis, title: str | None = None,
@@ -66,7 +67,7 @@ def timeline_data(result: MemoryAnalysis, title: str | None = None,
     return {
         "title": title or result.name,
         "name": result.name,
-        "temp": _TEMP_WORDS["tpu" if result.platform == "tpu" else "packed"],
+        "temp": _TEMP_WORDS[backends.named(result.platform).temp_figure],
         "figures": {
             "temp_bytes": result.temp_bytes,
             "temp_max_live_bytes": result.temp_max_live_bytes,

@@ -68,12 +68,14 @@ TARGET_NAME = re.compile(r"""["'](cpu|gpu|tpu)["']""")
 """A target's name as a string: what an analysis would compare `platform` with."""
 
 
-def test_no_analysis_names_a_target():
+def test_no_analysis_or_report_names_a_target():
     # A target's quirks live in its backend object (hloscope/analysis/backends), which the
-    # analyses are handed; an analysis that compares a name with "tpu" has a rule of its own.
+    # analyses are handed and the reports look up (`backends.named`); one that compares a
+    # name with "tpu" has a rule of its own.
     backends = PACKAGE / "analysis" / "backends"
+    paths = [*(PACKAGE / "analysis").rglob("*.py"), *(PACKAGE / "report").rglob("*.py"), PACKAGE / "htmlreport.py"]
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-             for path in sorted((PACKAGE / "analysis").rglob("*.py")) if backends not in path.parents
+             for path in sorted(paths) if backends not in path.parents
              for number, line in enumerate(path.read_text().splitlines(), 1) if TARGET_NAME.search(line)]
     assert found == []
 

@@ -30,6 +30,10 @@ class Backend(AliasInfo):
         return (f"{cls.packing_name} leaves {'more' if more else 'less'} room around the live buffers "
                 "(tuple tables included)")
 
+    temp_figure = "packed"
+    """What its `temp_size_in_bytes` is: "packed" (XLA's temp allocation, the heap's buffers
+    packed with their fragmentation) or "libtpu" (libtpu's own figure for its HBM temp)."""
+
     records_heap_trace = True
     """Whether XLA records a heap trace (`peak_memory_in_bytes` then counts the most heap
     bytes live at once)."""

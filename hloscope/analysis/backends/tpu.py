@@ -277,6 +277,7 @@ class Tpu(Backend):
     """TPU as libtpu compiles a module (`TpuRules`: which libtpu made it)."""
 
     name = "tpu"
+    temp_figure = "libtpu"
     packing_name = "packing"
     slack_label = "allocation slack"
 
