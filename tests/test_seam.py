@@ -37,6 +37,15 @@ def test_no_line_of_the_ir_or_the_analyses_names_the_machinery(folder):
     assert found == []
 
 
+def test_only_the_speed_layer_switches_the_cyclic_gc():
+    # The one place it is switched is hloscope.speed.runtime (the CLI asks the seam).
+    switch = re.compile(r"gc\.(disable|enable|freeze)|\bimport gc\b")
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in sorted(PACKAGE.rglob("*.py"))
+             if PACKAGE / "speed" not in path.parents
+             for number, line in enumerate(path.read_text().splitlines(), 1) if switch.search(line)]
+    assert found == []
+
+
 def test_the_pattern_finds_what_it_forbids():
     # The test above cannot pass by a pattern that matches nothing.
     for line in ("comp.copy_of or comp", "x = comp.may_mention(('a',))", "executor.submit(f)", "gc.disable()",

@@ -9,7 +9,6 @@ reader that stops reading (`hloscope stats f | head -1`) is not a failure: exit 
 
 from __future__ import annotations
 
-import gc
 import importlib
 import importlib.util
 import os
@@ -20,6 +19,7 @@ import click
 
 from .. import __version__
 from ..speed.seam import finish as finish_background
+from ..speed.seam import one_command
 from ..errors import HloscopeError
 
 # name → ("module:attribute" of the click command, its line in `hloscope --help`), the main
@@ -101,9 +101,7 @@ def cli(no_cache):
 
 def main(argv=None) -> None:
     """Console entry point: map hloscope's errors to exit codes, never show a traceback."""
-    # One command, then exit: the millions of (acyclic) IR objects it builds would only be
-    # scanned again and again by the cyclic collector, seconds on a 100 MB module.
-    gc.disable()
+    one_command()
     try:
         rv = cli.main(args=argv, prog_name="hloscope", standalone_mode=False)
     except BrokenPipeError:

@@ -250,6 +250,12 @@ def trim() -> None:
         fn(0)
 
 
+def no_cyclic_gc_from_now() -> None:
+    """No cyclic garbage collection from now on: for a process that runs one command and
+    exits, whose millions of acyclic IR objects the collector would only scan again and again."""
+    gc.disable()
+
+
 @contextlib.contextmanager
 def no_cyclic_gc():
     """No cyclic garbage collection while the block runs: an analysis makes hundreds of

@@ -135,6 +135,13 @@ def _with_a_cpu_taken(send, work: Callable[..., None], *args: Any) -> None:
         work(send, *args)
 
 
+def one_command() -> None:
+    """The process runs one command, then exits (the CLI): the cyclic GC off from now on (the
+    millions of acyclic IR objects a command builds would only be scanned again and again,
+    seconds on a 100 MB module)."""
+    runtime.no_cyclic_gc_from_now()
+
+
 def finish() -> None:
     """Before the process leaves: wait for the children that write into the cache (what they
     write is there for the next command)."""
