@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -142,20 +143,30 @@ def write_html(path: str | os.PathLike, text: str) -> None:
     write_whole(path, text)
 
 
-def _json_for_script(payload: dict[str, Any]) -> str:
-    # Inside <script>, "</script>" or "<!--" in a name or op_name would end the element early;
-    # escaped, the JSON parser reads the same characters back.
-    text = json.dumps({"format": DATA_FORMAT, "role_colors": ROLE_COLORS, **payload}, separators=(",", ":"),
-                      ensure_ascii=False)
+def json_for_script(data: Any) -> str:
+    """`data` as JSON to put inside a <script> element: "</script>" or "<!--" in a name or
+    op_name would end the element early; escaped, the JSON parser reads the same characters
+    back."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def self_contained_page(title: str, style: str, script: str, body: str, data: Any) -> str:
+    """One HTML page that loads nothing from anywhere: `title` (escaped here) as its title and
+    heading, then `body` (HTML), `data` (as JSON, in `#hloscope-data`) and `script`. One pass
+    fills the template: no part can be taken for a placeholder of another."""
+    parts = {"TITLE": html.escape(title), "STYLE": style, "SCRIPT": script, "BODY": body,
+             "DATA": json_for_script(data)}
+    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _TEMPLATE)
+
+
+_PLACEHOLDER = re.compile(r"@@([A-Z]+)@@")
+
+
 def _page(title: str, payload: dict[str, Any]) -> str:
-    return (_TEMPLATE
-            .replace("@@TITLE@@", html.escape(title))
-            .replace("@@STYLE@@", _STYLE)
-            .replace("@@DATA@@", _json_for_script(payload))
-            .replace("@@SCRIPT@@", _SCRIPT))
+    return self_contained_page(title, _STYLE, _SCRIPT,
+                               '<main id="report"></main>\n<div id="tooltip" role="tooltip" hidden></div>',
+                               {"format": DATA_FORMAT, "role_colors": ROLE_COLORS, **payload})
 
 
 # The page may load nothing from anywhere: the policy makes the browser refuse it, so a
@@ -171,8 +182,7 @@ _TEMPLATE = """<!DOCTYPE html>
 </head>
 <body>
 <header><h1>@@TITLE@@</h1></header>
-<main id="report"></main>
-<div id="tooltip" role="tooltip" hidden></div>
+@@BODY@@
 <script type="application/json" id="hloscope-data">@@DATA@@</script>
 <script>@@SCRIPT@@</script>
 </body>

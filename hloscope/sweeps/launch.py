@@ -41,21 +41,19 @@ class ClusterError(HloscopeError):
 
 def available_memory() -> int | None:
     """MemAvailable of /proc/meminfo in bytes; None where there is none."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return _proc_kib("/proc/meminfo", "MemAvailable:")
 
 
 def _resident(pid: int) -> int | None:
+    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    """The `key  N kB` line of a /proc file, in bytes; None where there is none."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass

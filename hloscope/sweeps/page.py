@@ -7,9 +7,9 @@ point or its row. The picture is SVG written here; a few lines of script only sh
 from __future__ import annotations
 
 import html
-import json
 import math
 
+from ..htmlreport import self_contained_page
 from ..report import human_seconds
 from ..units import human_bytes, human_flops
 from .grid import apart, label, varying
@@ -167,34 +167,17 @@ def sweep_page(result: SweepResult) -> str:
     estimate = ("<p class='muted'>Step times are a roofline ESTIMATE on "
                 f"{_e(result.roofline)} from published peaks, not a measurement.</p>" if result.roofline else "")
     panels = "".join(_diff_panel(result, i) for i, v in enumerate(result.variants) if v.ok)
-    data = json.dumps({"ranks": [v.rank for v in result.variants if v.ok]}).replace("<", "\\u003c")
-    return (_TEMPLATE.replace("@@TITLE@@", _e(title)).replace("@@STYLE@@", _STYLE).replace("@@SCRIPT@@", _SCRIPT)
-            .replace("@@BODY@@", f"<p>{len(result.variants)} variants; device memory: {_e(hbm)}. Click a point or a "
-                                 f"row for its diff against the best.</p>{estimate}{notes}"
-                                 f"<div class='plot'>{scatter(result)}"
-                                 "<div class='legend'><span class='sw best'></span>best <span class='sw'></span>fits "
-                                 "<span class='sw nofit'></span>does not fit <span class='line pareto'></span>Pareto front (ringed) "
-                                 "<span class='line hbm'></span>device memory</div></div>"
-                                 f"<div id='panels'>{panels}</div>{_table(result)}")
-            .replace("@@DATA@@", data))
+    return self_contained_page(
+        title, _STYLE, _SCRIPT,
+        f"<main><p>{len(result.variants)} variants; device memory: {_e(hbm)}. Click a point or a "
+        f"row for its diff against the best.</p>{estimate}{notes}"
+        f"<div class='plot'>{scatter(result)}"
+        "<div class='legend'><span class='sw best'></span>best <span class='sw'></span>fits "
+        "<span class='sw nofit'></span>does not fit <span class='line pareto'></span>Pareto front (ringed) "
+        "<span class='line hbm'></span>device memory</div></div>"
+        f"<div id='panels'>{panels}</div>{_table(result)}</main>",
+        {"ranks": [v.rank for v in result.variants if v.ok]})
 
-
-_TEMPLATE = """<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
-<title>@@TITLE@@</title>
-<style>@@STYLE@@</style>
-</head>
-<body>
-<header><h1>@@TITLE@@</h1></header>
-<main>@@BODY@@</main>
-<script type="application/json" id="hloscope-data">@@DATA@@</script>
-<script>@@SCRIPT@@</script>
-</body>
-</html>
-"""
 
 _STYLE = r"""
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d5dae3; --panel: #f6f8fb; --fit: #4f7fd0; --nofit: #c62828;
