@@ -375,32 +375,75 @@ _PRINTED_EDGES = {
     "a copy with a % that starts no name": ("negate(f32[4]{0} %p.2)", "negate(f32[4]{0} %)"),
     "a group closing on a line of its own": ('metadata={op_name="neg"}', 'metadata={op_name="neg"\n}'),
     "a copy with a header of its own": ("%f.2 (p: f32[4]) -> f32[4] {", "%f.2 (p: f32[4], q: s32[]) -> (f32[4]) {"),
+    # A mistake inside a body, and one of form after it: the parser reads a body once the
+    # token after it is found, so which is reported depends on where the second lies.
+    "a body error, then a form error two later": (
+        "negate(f32[4]{0} %p.1),", "negate(f32[4]{0} %nope),", "%f.4 (p: f32[4]) -> f32[]", "%f.4 (p: f32[4]) -> f32[] junk"),
+    "a body error, then a form error next": (
+        "negate(f32[4]{0} %p.1),", "negate(f32[4]{0} %nope),", "\n%f.2 (p", "\n@f.2 (p"),
+    "two body errors": ("negate(f32[4]{0} %p.2)", "negate(f32[4]{0} %q.2)", "constant(0)\n  ROOT %r.5", "constant(x)\n  ROOT %r.5"),
+    "a body error in the first computation": ("ROOT %s = f32[] add(f32[] %x, f32[] %y)", "ROOT %s = f32[] add(f32[] %x, f32[] %w)"),
 }
 
 
+def _edge_text(edge: str) -> str:
+    text = _REPEATED
+    replacements = _PRINTED_EDGES[edge]
+    for old, new in zip(replacements[::2], replacements[1::2]):
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text
+
+
+def _parsed(text: str, lazy: bool):
+    """What a parse finds, lazily (its outline) or eagerly (every instruction as read); or
+    its error, placed."""
+    try:
+        modules = hloscope.parse_all(text, lazy=lazy)
+    except hloscope.HloSyntaxError as e:
+        return (e.message, e.line, e.column)
+    if lazy:
+        return _outline_of(modules)
+    return [(m.name, m.attributes.written(), m.tables, m.entry.name,
+             [(c.name, c.text_name, c.is_entry, c.line, c.signature, c.attributes.written(), _as_read(c))
+              for c in m.computations]) for m in modules]
+
+
+@pytest.mark.parametrize("lazy", [True, False], ids=["lazy", "eager"])
 @pytest.mark.parametrize("edge", sorted(_PRINTED_EDGES))
-def test_computations_found_without_the_parser_are_what_it_finds(edge, monkeypatch):
-    """A lazy parse reads computations printed one after another without the parser, one
-    match of the grammar's COMPUTATION terminal each (`parse_printed`): the module is the
-    one the parser alone gives, or the error its error, on texts that leave that form."""
+def test_computations_found_without_the_parser_are_what_it_finds(edge, lazy, monkeypatch):
+    """A parse reads computations printed one after another without the parser, one match
+    of the grammar's COMPUTATION terminal each (`parse_printed`): the module is the one the
+    parser alone gives, or the error its error, on texts that leave that form. Eagerly,
+    every instruction is the parser's too."""
     from hloscope.text import parser
 
-    old, new = _PRINTED_EDGES[edge]
-    assert old in _REPEATED
-    text = _REPEATED.replace(old, new)
-    try:
-        found = _outline_of(hloscope.parse_all(text, lazy=True))
-    except hloscope.HloSyntaxError as e:
-        found = (e.message, e.line, e.column)
+    text = _edge_text(edge)
+    found = _parsed(text, lazy)
     monkeypatch.setattr(parser, "parse_printed", lambda *args: None)
-    try:
-        expected = _outline_of(hloscope.parse_all(text, lazy=True))
-    except hloscope.HloSyntaxError as e:
-        expected = (e.message, e.line, e.column)
-    assert found == expected
+    assert found == _parsed(text, lazy)
 
 
-def test_printed_computations_on_every_text_are_what_the_parser_finds(monkeypatch):
+@pytest.mark.parametrize(("edge", "on_the_line"), [
+    ("a body error, then a form error two later", "%nope"),
+    ("a body error, then a form error next", "@f.2"),
+    ("two body errors", "%q.2"),
+    ("a body error in the first computation", "%w"),
+])
+def test_the_edges_errors_are_where_the_parser_finds_them(edge, on_the_line, monkeypatch):
+    """Those edges fail, by the parser alone, on the line the text put the mistake meant to
+    be found first on (so the test above compares errors, not two modules)."""
+    from hloscope.text import parser
+
+    monkeypatch.setattr(parser, "parse_printed", lambda *args: None)
+    text = _edge_text(edge)
+    with pytest.raises(hloscope.HloSyntaxError) as e:
+        hloscope.parse_all(text)
+    assert on_the_line in text.splitlines()[e.value.line - 1]
+
+
+@pytest.mark.parametrize("lazy", [True, False], ids=["lazy", "eager"])
+def test_printed_computations_on_every_text_are_what_the_parser_finds(lazy, monkeypatch):
     """The same on the fixtures and the corpus, whole and as the tail part a split parse
     reads (`start="computations"`); most fixtures take the path (it is not left untried)."""
     from hloscope.text import parser
@@ -417,21 +460,12 @@ def test_printed_computations_on_every_text_are_what_the_parser_finds(monkeypatc
         return found
 
     texts = fixture_texts() + corpus_texts_or_none()
-    found = []
     monkeypatch.setattr(parser, "parse_printed", counting)
-    for text in texts:
-        try:
-            found.append(_outline_of(hloscope.parse_all(text, lazy=True)))
-        except hloscope.HloSyntaxError as e:
-            found.append((e.message, e.line, e.column))
+    found = [_parsed(text, lazy) for text in texts]
     assert taken >= len(fixture_texts())
     monkeypatch.setattr(parser, "parse_printed", lambda *args: None)
     for k, text in enumerate(texts):
-        try:
-            expected = _outline_of(hloscope.parse_all(text, lazy=True))
-        except hloscope.HloSyntaxError as e:
-            expected = (e.message, e.line, e.column)
-        assert found[k] == expected, k
+        assert found[k] == _parsed(text, lazy), k
 
 
 def test_lazy_body_errors_surface_on_use():

@@ -320,9 +320,9 @@ class Builder(Transformer):
         # Read now: eagerly, or because an inline computation must join the module here.
         if self.inline_possible and has_inline_callee(body.source, body.start, body.end):
             instructions = [self._instruction_from_text(t, ln, col) for t, ln, col in body.instruction_texts()]
+            comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
         else:
-            instructions = body.instructions()
-        comp = _finish_computation(name_token, instructions, is_entry, attrs, signature)
+            comp = computation_read_now(name_token, signature, body, is_entry, attrs)
         return self._with_inline(comp)
 
     def inline_body(self, children):
@@ -410,6 +410,14 @@ def _instruction(name_token, op_token, shape: Shape, op: _Op, attr_tokens) -> In
         inst.parameter_number = op.operands[0]
         inst.operands = []
     return inst
+
+
+def computation_read_now(name_token, signature, body: BodyText, is_entry: bool,
+                         attrs: Attributes | None = None) -> Computation:
+    """The computation of a printed body with no computation written inline in it, read and
+    checked at once: what the parser's `computation` rule makes of a COMPUTATION token."""
+    return _finish_computation(name_token, body.instructions(), is_entry,
+                               Attributes([]) if attrs is None else attrs, signature)
 
 
 def _finish_computation(name_token, instructions, is_entry, attrs, signature) -> Computation:

@@ -81,7 +81,7 @@ def parse_with(parser: lark.Lark, text: str, filename: str = "<string>", *, unre
             raise HloSyntaxError("a NUL character: binary data, not HLO text", text.count("\n", 0, nul) + 1,
                                  nul - text.rfind("\n", 0, nul))
         parsed = None
-        if unread is not None and not builder.inline_possible and parser is _lark():
+        if not builder.inline_possible and parser is _lark():
             parsed = parse_printed(parser, text, start, unfinished)
         if parsed is None:
             parsed = parser.parse(text, start=start)

@@ -9,12 +9,14 @@ import functools
 import re
 
 import lark
+from lark import Token
 
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
 from ..ir.module import Computation
 from ..ir.structure import PERCENT_NAME
 from .body import name_end_and_brace, printed_parts
+from .builder import computation_read_now
 from .modules import Unfinished, finish_module
 from .unread import UnreadBodies
 
@@ -105,16 +107,37 @@ _BODY_CLOSE = re.compile(r"\n[ \t]*\}")
 
 
 def _printed_computations(patterns: _Patterns, text: str, pos: int, line: int, progress,
-                          unread: UnreadBodies) -> list[Computation] | None:
+                          unread: UnreadBodies | None) -> list[Computation] | None:
     """The computations printed in `text[pos:]` (`line`: the line at `pos`), each found by
     one match of `patterns.computation`, or as a body it matched before up to names
-    (above); None unless they tile it to its end."""
+    (above); None unless they tile it to its end. With `unread`, their bodies are left
+    unread; without, each is read once all are found, in text order, as the parser reads
+    them (it reads a computation once the token after it is found: the text's first
+    mistake of form is its error, before a mistake inside an earlier body)."""
+    tiles = _tiles(patterns, text, pos, line, progress if unread is not None else None)
+    if tiles is None:
+        return None
+    comps = []
+    for name, entry, line, column, signature, body, alike, end in tiles:
+        if unread is not None:
+            comps.append(unread.computation(name.lstrip("%"), entry, Attributes([]), line, signature, body, alike))
+            continue
+        token = Token("NAME", name, line=line, column=column)
+        comps.append(computation_read_now(token, signature, body, entry))
+        if progress is not None:
+            progress(end)
+    return comps
+
+
+def _tiles(patterns: _Patterns, text: str, pos: int, line: int, progress) -> list[tuple] | None:
+    """(name, is_entry, line, column, signature, body, alike, end) of each computation that
+    `_printed_computations` finds, bodies uncut; None unless they tile the text's rest."""
     match = patterns.computation.match
     count, rfind = text.count, text.rfind
     matched: dict[str, object] = {}  # the bodies the pattern matched, each up to its names: a token
-    comps = []
+    tiles = []
     while pos < len(text):
-        found = _matched_before(patterns.head, text, pos, matched) if matched else None
+        found, span, key = _matched_before(patterns.head, text, pos, matched) if matched else (None, None, None)
         by_pattern = found is None
         if by_pattern:
             m = match(text, pos)
@@ -123,33 +146,38 @@ def _printed_computations(patterns: _Patterns, text: str, pos: int, line: int, p
             found = (m.start(2), m.end(2), m.end(), m.start(1) >= 0, None)
         begin, end, after, entry, alike = found
         line += count("\n", pos, begin)
-        name, signature, body = printed_parts(text, begin, end, line, begin - rfind("\n", 0, begin))
+        column = begin - rfind("\n", 0, begin)
+        name, signature, body = printed_parts(text, begin, end, line, column)
         if by_pattern:
-            key = up_to_names(text[body.start:end])
+            if span != (body.start, end):  # the body's key, unless found for the same span
+                key = up_to_names(text[body.start:end])
             if key is not None:
                 alike = matched.setdefault(key, object())
-        comps.append(unread.computation(name.lstrip("%"), entry, Attributes([]), line, signature, body, alike))
+        tiles.append((name, entry, line, column, signature, body, alike, end))
         if progress is not None:
             progress(end)
         line += count("\n", begin, after)
         pos = after
-    return comps
+    return tiles
 
 
-def _matched_before(head: re.Pattern[str], text: str, pos: int,
-                    matched: dict[str, object]) -> tuple[int, int, int, bool, object] | None:
-    """(where the computation at `pos` begins and ends, where the whitespace after it ends,
-    whether it is the entry, the token of the body it repeats) when the pattern's `head`
-    matches there and its body is one of `matched` up to names (see above); else None."""
+def _matched_before(head: re.Pattern[str], text: str, pos: int, matched: dict[str, object]):
+    """(found, span, key): `found` is (where the computation at `pos` begins and ends, where
+    the whitespace after it ends, whether it is the entry, the token of the body it repeats)
+    when the pattern's `head` matches there and its body is one of `matched` up to names
+    (see above), else None; `span` (start, end) and `key` are the body's and its text up to
+    names where they were found (None, None where not)."""
     h = head.match(text, pos)
     if h is None:
-        return None
+        return None, None, None
     brace = h.end()
     if name_end_and_brace(text, h.start(2))[1] != brace:
-        return None  # where `printed_parts` would not find the body: the pattern decides
+        return None, None, None  # where `printed_parts` would not find the body: the pattern decides
     close = _BODY_CLOSE.search(text, brace)
-    key = up_to_names(text[brace:close.end()]) if close is not None else None
+    if close is None:
+        return None, None, None
+    key = up_to_names(text[brace:close.end()])
     alike = matched.get(key) if key is not None else None
     if alike is None:
-        return None
-    return h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0, alike
+        return None, (brace, close.end()), key
+    return (h.start(2), close.end(), _WHITESPACE_RUN.match(text, close.end()).end(), h.start(1) >= 0, alike), None, None
