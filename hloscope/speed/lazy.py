@@ -253,16 +253,23 @@ class Verdict:
     then `settle`s before it answers, and a read that fails meanwhile settles first: either
     way the error reported is the first in text order, as without the job."""
 
-    __slots__ = ("error", "executor", "job", "known", "module", "__weakref__")
+    __slots__ = ("error", "executor", "job", "known", "_module", "__weakref__")
 
     _of: "weakref.WeakKeyDictionary[Module, Verdict]" = weakref.WeakKeyDictionary()
 
     def __init__(self, module: Module):
-        self.module = module
+        # Weakly: `_of` keeps a verdict while its module lives, and a value that held its
+        # key would keep both for as long as the process.
+        self._module = weakref.ref(module)
         self.error: HloSyntaxError | None = None
         self.known = False
         self.executor: Executor | None = None
         self.job: Job | None = None
+
+    @property
+    def module(self) -> Module:
+        """The module judged (alive while its verdict is asked: `of` is asked with it)."""
+        return self._module()
 
     @classmethod
     def of(cls, module: Module) -> "Verdict":

@@ -267,4 +267,12 @@ def no_cyclic_gc():
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                # What the block made goes to the oldest generation at once (`freeze` moves
+                # every tracked object to the permanent one, `unfreeze` from there to the
+                # oldest), not through the young ones, whose next collections would each
+                # scan all of it. It stays collectable, by the full collections that would
+                # reach it anyway. (Not where the program froze objects of its own.)
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
