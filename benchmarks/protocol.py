@@ -161,7 +161,7 @@ MECHANISMS = (
               patches=(("const", "hloscope.speed.lazy", "copies_of", [None, [], []]),),
               where="hloscope/speed/lazy.py read_all / _read_or_copy / Verdict._first_error (copies_of)"),
     Mechanism("repeats skip the pattern", "the lazy cut: a body matched before up to names is not matched again",
-              "patch", patches=(("const", "hloscope.text.printed", "_matched_before", None),),
+              "patch", patches=(("const", "hloscope.text.printed", "_matched_before", (None, None, None)),),
               where="hloscope/text/printed.py _printed_computations (_matched_before)"),
     Mechanism("lazy bodies", "bodies cut into instructions on first use (off: the commands parse in full)",
               "patch", patches=(("force_kwargs", "hloscope.api.loading", "parse_all", {"lazy": False}),),
