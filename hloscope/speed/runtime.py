@@ -252,15 +252,17 @@ def trim() -> None:
 
 def no_cyclic_gc_from_now() -> None:
     """No cyclic garbage collection from now on: for a process that runs one command and
-    exits, whose millions of acyclic IR objects the collector would only scan again and again."""
+    exits, whose millions of IR objects, live until then, the collector would only scan again
+    and again."""
     gc.disable()
 
 
 @contextlib.contextmanager
 def no_cyclic_gc():
     """No cyclic garbage collection while the block runs: an analysis makes hundreds of
-    thousands of small, acyclic objects, and the collector would scan the growing heap again
-    and again."""
+    thousands of small objects, none garbage while it runs, and the collector would scan the
+    growing heap again and again. (The IR holds cycles, instructions and their users: what
+    is dropped later is freed by the collector once it is on.)"""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -77,7 +77,7 @@ memoized = cache.memoized
 @contextlib.contextmanager
 def analyzing(module, reads_all: bool = False):
     """One analysis of `module` at work: the cyclic GC off (an analysis makes hundreds of
-    thousands of small, acyclic objects), the check of a lazily loaded module's unread
+    thousands of small objects, none garbage while it runs), the check of a lazily loaded module's unread
     bodies (the full parse's verdict) in a forked job meanwhile, settled before the answer.
     `reads_all`: the analysis reads every body; they are read first, each once, in text
     order (`lazy.read_all`). Gives the facts the analysis asks (`facts.TEXT_FACTS`)."""
@@ -137,8 +137,8 @@ def _with_a_cpu_taken(send, work: Callable[..., None], *args: Any) -> None:
 
 def one_command() -> None:
     """The process runs one command, then exits (the CLI): the cyclic GC off from now on (the
-    millions of acyclic IR objects a command builds would only be scanned again and again,
-    seconds on a 100 MB module)."""
+    millions of IR objects a command builds live until it exits: the collector would only
+    scan them again and again, seconds on a 100 MB module)."""
     runtime.no_cyclic_gc_from_now()
 
 
