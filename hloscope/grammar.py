@@ -17,10 +17,12 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-
-import lark
+from typing import TYPE_CHECKING
 
 from . import settings
+
+if TYPE_CHECKING:
+    import lark
 
 GRAMMAR_NAME = "hlo.lark"
 FAST_GRAMMAR_NAME = "hlo_fast.lark"
@@ -63,6 +65,8 @@ def lark_cache_file(purpose: str) -> str | bool:
     """Where Lark keeps its analysis of the grammar for one use of it (a second start takes
     milliseconds instead of a quarter second); Lark checks the grammar's hash before using
     it. False (no file) when caching is off."""
+    import lark  # here: a command answered from the cache reads no grammar (docs/speed.md)
+
     directory = settings.private_dir()
     if directory is None:
         return False
@@ -71,6 +75,8 @@ def lark_cache_file(purpose: str) -> str | bool:
 
 @functools.lru_cache(maxsize=1)
 def _terminals() -> lark.Lark:
+    import lark
+
     # The fast grammar: ATTRIBUTE and INSTRUCTION live in its additions.
     return lark.Lark(fast_text(), parser="lalr", lexer="contextual", cache=lark_cache_file("terminals"),
                      start=["start", "inline_body", "computations"])

@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-from lark import Token
-
 from ..grammar import attribute_pattern
 from .replica_groups import MAX_PARTICIPANTS, ReplicaGroups, decode_replica_groups  # noqa: F401 (re-exported)
 from .values import AttributeValueError, int_lists, xla_int  # noqa: F401 (AttributeValueError re-exported)
@@ -342,18 +340,10 @@ class Attributes(Mapping[str, str]):
         self._cut = 0
         """How far into `tail` attributes have been cut off into `_raw`."""
 
-    def split_tail(self, token=None) -> list:
-        """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal
-        (as lark Tokens placed in the source when `token`, the tail's INSTRUCTION, is given)."""
-        pieces = []
-        tail = self.tail
-        base = len(str(token)) - len(tail) if token is not None else 0
-        for m in attribute_pattern().finditer(tail):
-            if token is not None:
-                pieces.append(Token("ATTRIBUTE", m.group(0), line=token.line, column=token.column + base + m.start()))
-            else:
-                pieces.append(m.group(0))
-        return pieces
+    def split_tail(self) -> list[tuple[str, int]]:
+        """The tail cut into `, name=value` pieces with the grammar's own ATTRIBUTE terminal:
+        (piece, where it starts in the tail) of each."""
+        return [(m.group(0), m.start()) for m in attribute_pattern().finditer(self.tail)]
 
     def _cut_until(self, name: str | None) -> dict[str, str]:
         """Cut attributes off the tail, in text order, until `name` is cut (all when None).

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-from lark import Token
-
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
 from ..ir.module import Instruction
@@ -235,7 +233,7 @@ def instruction_of(m: re.Match[str], tail: str, line: int, column: int, names=No
     operands: list = []
     if opcode == "constant":
         literal = group[1:-1].strip()
-        check_literal(Token("LITERAL", group[1:-1], line=line, column=column + m.start(5) + 1 - start_of(m)))
+        check_literal(group[1:-1], line, column + m.start(5) + 1 - start_of(m))
     elif opcode == "parameter":
         number = _PARAMETER_NUMBER.fullmatch(group, 1, len(group) - 1)
         if number is None:

@@ -185,7 +185,7 @@ class Builder(Transformer):
         literal = Token.new_borrow_pos("LITERAL", "".join(parts), first)
         if first is not parts[0]:  # it starts with a group: placed after the opcode's `(`
             literal = Token("LITERAL", str(literal), line=token.end_line, column=token.end_column)
-        check_literal(literal)
+        check_literal(str(literal), literal.line, literal.column)
         return _Op("constant", [], str(literal).strip(), [], token)
 
     # instructions and computations
@@ -233,8 +233,8 @@ class Builder(Transformer):
         token = children[0]
         inst = self._instruction_from_text(str(token), token.line, token.column)
         attrs = inst.attributes
-        written = attrs.split_tail(token) if attrs.tail else list(attrs.written())
-        inst.attributes = Attributes([str(a) for a in written]
+        written = [piece for piece, _ in attrs.split_tail()] if attrs.tail else list(attrs.written())
+        inst.attributes = Attributes(written
                                      + [str(self._inline_callees(a)) for a in children[1:]])
         return inst
 
@@ -243,8 +243,9 @@ class Builder(Transformer):
         attrs = inst.attributes
         if self.inline_possible and attrs.tail and INLINE_CALLEE.search(attrs.tail):
             # A computation written inline in an attribute: take the general path.
-            token = Token("INSTRUCTION", text, line=line, column=column)
-            tokens = [self._inline_callees(a) for a in attrs.split_tail(token)]
+            base = column + len(text) - len(attrs.tail)  # the tail's column
+            tokens = [self._inline_callees(Token("ATTRIBUTE", piece, line=line, column=base + at))
+                      for piece, at in attrs.split_tail()]
             inst.attributes = Attributes(tokens)
         return inst
 

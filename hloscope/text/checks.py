@@ -151,9 +151,9 @@ def check_module_attribute(token) -> None:
         pos = m.end()
 
 
-def check_literal(token) -> None:
-    """Braces in a constant's literal must balance (XLA: "unexpected '}' token")."""
-    text = str(token)
+def check_literal(text: str, line: int, column: int) -> None:
+    """Braces in a constant's literal, `text` at `line`:`column`, must balance (XLA:
+    "unexpected '}' token")."""
     if "}" not in text:
         return
     depth = 0
@@ -164,8 +164,8 @@ def check_literal(token) -> None:
         if depth < 0:
             break
     prefix = text[:k]
-    line = token.line + prefix.count("\n")
-    column = len(prefix) - prefix.rfind("\n") if "\n" in prefix else token.column + k
+    column = len(prefix) - prefix.rfind("\n") if "\n" in prefix else column + k
+    line += prefix.count("\n")
     raise HloSyntaxError("unexpected '}' in literal" if depth < 0 else "unbalanced '{' in literal", line, column)
 
 

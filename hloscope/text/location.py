@@ -5,11 +5,13 @@ line (`attach_source`), so that every bad input reads `FILE:LINE:COL: error: ...
 from __future__ import annotations
 
 import re
-
-import lark
+from typing import TYPE_CHECKING
 
 from ..errors import HloSyntaxError
 from .cuts import cuts
+
+if TYPE_CHECKING:
+    import lark
 
 # Token names as people would say them, for error messages.
 TOKEN_WORDS = {
@@ -58,6 +60,8 @@ _UNKNOWN_TYPE = re.compile(r"([a-z][a-z0-9]*)[ \t]*\[")
 
 def syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> HloSyntaxError:
     """The HloSyntaxError for Lark's `err` in `text`: what was found, what was expected, where."""
+    import lark  # loaded: it raised `err`
+
     line, column = err.line, err.column
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
         ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else ""
