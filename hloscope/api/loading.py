@@ -9,15 +9,16 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
+import importlib
 import os
 import re
 import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import HloscopeError, HloSyntaxError
-from ..text import lark_engine
 from ..text.dumpfiles import (
     AFTER_OPTIMIZATIONS,
     BEFORE_OPTIMIZATIONS,
@@ -32,6 +33,9 @@ from ..text.dumpfiles import (
 from ..speed import seam as speed
 from ..units import human_bytes
 from .module import Module, adopt
+
+if TYPE_CHECKING:  # loaded by `parse_all` when asked for
+    from ..text import lark_engine  # noqa: F401
 
 
 def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progress=None,
@@ -52,7 +56,8 @@ def parse_all(text: str, filename: str = "<string>", lazy: bool = False, progres
         text = text[1:]
     check_is_hlo(text, filename)
     if engine == "lark":
-        return adopt(lark_engine.parse_all(text, filename))
+        # The reference engine, loaded only when asked for (it builds a parser of its own).
+        return adopt(importlib.import_module("hloscope.text.lark_engine").parse_all(text, filename))
     if engine != "fast":
         raise ValueError(f"engine must be 'fast' or 'lark', not {engine!r}")
     if not lazy:

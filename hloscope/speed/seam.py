@@ -6,14 +6,17 @@ diff one after the other."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..text.parser import parse_part
 from . import cache, plain, runtime
 from .facts import TEXT_FACTS
 from .lazy import LAZY, check_elsewhere, read_all, settle
-from .split import parse_in_two
+
+if TYPE_CHECKING:  # loaded by `_parsing`, at the first parse
+    from ..text import parser  # noqa: F401
+    from . import split  # noqa: F401
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -25,18 +28,27 @@ def parse_lazily(text: str, filename: str, progress=None) -> list:
     """The modules of `text` with printed bodies left unread (`lazy.LazyComputation`), read
     in two processes where that pays (`split`). Raises HloSyntaxError as a full parse would,
     for what the parse itself finds; the rest is the verdict's (`analyzing`)."""
+    parser, split = _parsing()
     with runtime.no_cyclic_gc():
-        modules = parse_in_two(text, filename, runtime.FORKING, progress)
+        modules = split.parse_in_two(text, filename, runtime.FORKING, progress)
         if modules is None:
-            modules = parse_part(text, filename, unread=LAZY, progress=progress)
+            modules = parser.parse_part(text, filename, unread=LAZY, progress=progress)
     runtime.trim()  # what the tokens' copies of the bodies took (see runtime.trim)
     return modules
 
 
 def parse_eagerly(text: str, filename: str, progress=None) -> list:
     """The modules of `text`, every body read (the plain parse), the cyclic GC off meanwhile."""
+    parser, _ = _parsing()
     with runtime.no_cyclic_gc():
-        return parse_part(text, filename, progress=progress)
+        return parser.parse_part(text, filename, progress=progress)
+
+
+def _parsing():
+    """(hloscope.text.parser, hloscope.speed.split), loaded at the first parse: a command
+    answered from the cache parses nothing, and so never loads the parser, Lark and the
+    grammar (a fifth of its time). The imports under TYPE_CHECKING above name the arrows."""
+    return importlib.import_module("hloscope.text.parser"), importlib.import_module("hloscope.speed.split")
 
 
 # ─── the cache ───────────────────────────────────────────────────────────────────────
