@@ -28,6 +28,7 @@ analysis that prices or models a copy by its original asks about the copy's own 
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from ..ir.attributes import Attributes
@@ -45,20 +46,26 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Ori
     `%name`s), or (None, (), its `%name`s) when a body written so was read already and
     cannot be copied.
 
-    A body's key is its text up to names (`printed.up_to_names`); `alike`, when the lazy parse
+    A body's key is its text up to names (`printed.up_to_names`), as a digest; `alike`, when the lazy parse
     found that text, is a token that stands for it (`LazyBody.alike`): the names are then
     all there is to find. Bodies of a text parsed in two parts meet under the text."""
     if alike is not None and alike in copies:
         return copies[alike], (), PERCENT_NAME.findall(text)
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
-    key, names = "%".join(parts[0::2]), parts[1::2]
+    key, names = _digest("%".join(parts[0::2])), parts[1::2]
     if key in copies:
         original = copies[key]
         if alike is not None:
             copies[alike] = original
         return original, (), names
     return None, (key,) if alike is None else (key, alike), names
+
+
+def _digest(key: str) -> bytes:
+    """A 16-byte BLAKE2b digest of a body's text up to names, which stands for it in `copies`:
+    on a module whose bodies do not repeat, the texts would keep the module's text again."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class Original:

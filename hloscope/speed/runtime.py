@@ -93,7 +93,11 @@ class Child:
             data = stream.read(size) if size >= 0 else b""
             if len(data) == size:
                 with no_cyclic_gc():
-                    return marshal.loads(data)
+                    message = marshal.loads(data)
+                if size >= TRIM_AFTER:
+                    del data
+                    trim()  # the message's bytes: as large as what they give
+                return message
         except (OSError, EOFError, ValueError, TypeError):
             pass
         self.cancel()  # ended, failed or sent garbage: nothing more comes
@@ -241,6 +245,11 @@ def _malloc_trim():
         return libc.malloc_trim  # absent on musl: AttributeError
     except (OSError, AttributeError):
         return None
+
+
+TRIM_AFTER = 1 << 20
+"""A freed block from this size on is given back at once (`trim`): the C library would keep
+it for later requests, and the process's peak would include it."""
 
 
 def trim() -> None:
