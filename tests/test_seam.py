@@ -163,3 +163,39 @@ def test_analyses_through_the_seam_equal_the_plain_ones_and_leave_copies_unmade(
     assert copies, "no body repeats another here: the test would look at nothing"
     made = [c.name for c in copies if c.is_read and not any(i.called_computations for i in c.instructions)]
     assert made == []
+
+
+_LOADS = """
+import os, sys
+import hloscope.ir
+ir_loads_lark = "lark" in sys.modules
+from hloscope.cli import main
+leave = os._exit
+def report(status):  # the CLI leaves by os._exit
+    print(ir_loads_lark, "lark" in sys.modules, "hloscope.text.parser" in sys.modules, file=sys.stderr)
+    leave(status)
+os._exit = report
+sys.argv = ["hloscope", "memory", sys.argv[1]]
+main()
+"""
+
+
+def test_a_command_answered_from_the_cache_loads_no_parser(tmp_path):
+    """The IR imports no Lark, and a command whose module and result the cache keeps parses
+    nothing, so it loads neither the parser nor Lark (`seam._parsing`); the same command on
+    a new cache does load them (the check can fail)."""
+    import os
+    import subprocess
+    import sys
+
+    path = next((ROOT / "fixtures" / "cpu_remat_dots").glob("module.hlo.txt*"))
+    env = dict(os.environ, HLOSCOPE_CACHE_DIR=str(tmp_path), HLOSCOPE_CACHE="1")
+
+    def loaded() -> str:
+        run = subprocess.run([sys.executable, "-c", _LOADS, str(path)], env=env, capture_output=True, text=True,
+                             cwd=ROOT)
+        assert run.returncode == 0, run.stderr
+        return run.stderr.split()[-3:]
+
+    assert loaded() == ["False", "True", "True"]  # cold: parsed
+    assert loaded() == ["False", "False", "False"]  # warm: from the cache

@@ -46,9 +46,10 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Ori
     `%name`s), or (None, (), its `%name`s) when a body written so was read already and
     cannot be copied.
 
-    A body's key is its text up to names (`printed.up_to_names`), as a digest; `alike`, when the lazy parse
-    found that text, is a token that stands for it (`LazyBody.alike`): the names are then
-    all there is to find. Bodies of a text parsed in two parts meet under the text."""
+    A body's key is (a digest of) its text up to names (`printed.up_to_names`); `alike`, when
+    the lazy parse found that text, is a token that stands for it (`LazyBody.alike`): the
+    names are then all there is to find. Bodies of a text parsed in two parts meet under
+    the text."""
     if alike is not None and alike in copies:
         return copies[alike], (), PERCENT_NAME.findall(text)
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).

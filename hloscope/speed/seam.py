@@ -47,7 +47,7 @@ def parse_eagerly(text: str, filename: str, progress=None) -> list:
 def _parsing():
     """(hloscope.text.parser, hloscope.speed.split), loaded at the first parse: a command
     answered from the cache parses nothing, and so never loads the parser, Lark and the
-    grammar (a fifth of its time). The imports under TYPE_CHECKING above name the arrows."""
+    grammar (tens of ms: docs/speed.md). The imports under TYPE_CHECKING above name the arrows."""
     return importlib.import_module("hloscope.text.parser"), importlib.import_module("hloscope.speed.split")
 
 

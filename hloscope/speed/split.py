@@ -28,9 +28,9 @@ from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
 from ..text.references import check_references
 from .executor import Executor, Job
-from .runtime import trim
 from .lazy import LAZY
 from .outline import computations_from_outline, computations_outline
+from .runtime import trim
 
 MIN_CHARS = 16 << 20
 """Below this a second job, and rebuilding its computations, gains too little."""
@@ -56,7 +56,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     references: list[tuple[int, int]] = []
     try:
         tail = _tail(text, split, filename, progress, references)
-        trim()
+        trim()  # the part's copy of the text, freed: given back before the names and reads
         if tail is not None:
             tail_facts = NameFacts.of(tail, LAZY.body_of)  # what the join's rename check reads of this part
             _read_schedule(tail, head)
