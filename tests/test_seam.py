@@ -4,7 +4,10 @@ layer answers from the text equals what the plain IR answers (hloscope.analysis.
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,10 +187,6 @@ def test_a_command_answered_from_the_cache_loads_no_parser(tmp_path):
     """The IR imports no Lark, and a command whose module and result the cache keeps parses
     nothing, so it loads neither the parser nor Lark (`seam._parsing`); the same command on
     a new cache does load them (the check can fail)."""
-    import os
-    import subprocess
-    import sys
-
     path = next((ROOT / "fixtures" / "cpu_remat_dots").glob("module.hlo.txt*"))
     env = dict(os.environ, HLOSCOPE_CACHE_DIR=str(tmp_path), HLOSCOPE_CACHE="1")
 

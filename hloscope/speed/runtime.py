@@ -248,8 +248,8 @@ def _malloc_trim():
 
 
 TRIM_AFTER = 1 << 20
-"""A freed block from this size on is given back at once (`trim`): the C library would keep
-it for later requests, and the process's peak would include it."""
+"""A child's message from this size on is given back (`trim`) once decoded: the C library
+would keep its bytes for later requests, and the process's peak would include them."""
 
 
 def trim() -> None:
