@@ -17,6 +17,7 @@ import weakref
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction, Module
+from ..ir.structure import PERCENT_NAME
 from ..text.body import BodyText
 from ..text.checks import check_aliases, check_result
 from . import runtime
@@ -339,21 +340,22 @@ class Verdict:
             except HloSyntaxError as e:
                 return e
             del instructions, root
-            checked = _Checked(comp, body, names) if keys else None
+            checked = _Checked(comp, body) if keys else None
             for key in keys:
                 copies[key] = checked
         return None
 
 
 class _Checked:
-    """A body the check read without an error, its instructions not kept (on a module whose
-    bodies do not repeat, keeping them would hold the whole IR): read again, as the original
-    of its copies (hloscope.speed.copies), when a body repeats it."""
+    """A body the check read without an error, neither its instructions nor its names kept
+    (on a module whose bodies do not repeat, keeping them would hold the whole IR, or every
+    name it writes): read again, as the original of its copies (hloscope.speed.copies), when
+    a body repeats it."""
 
-    __slots__ = ("body", "computation", "names", "read_again", "_original")
+    __slots__ = ("body", "computation", "read_again", "_original")
 
-    def __init__(self, computation: LazyComputation, body: BodyText, names: list[str]):
-        self.computation, self.body, self.names = computation, body, names
+    def __init__(self, computation: LazyComputation, body: BodyText):
+        self.computation, self.body = computation, body
         self.read_again = False
         self._original: Original | None = None
 
@@ -363,7 +365,9 @@ class _Checked:
             self.read_again = True
             with runtime.no_cyclic_gc():
                 instructions, _ = self.body.read(self.computation, users=False)  # read before: no error
-            self._original = Original.of(self.computation, instructions, self.body.text, self.body.line, self.names)
+            text = self.body.text
+            self._original = Original.of(self.computation, instructions, text, self.body.line,
+                                         PERCENT_NAME.findall(text))
         return self._original
 
 
