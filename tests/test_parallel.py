@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -11,8 +12,9 @@ from hloscope.speed.lazy import read_all
 from hloscope.speed import runtime
 from hloscope.errors import HloSyntaxError
 from hloscope.speed import split
+from hloscope.text.names import NameFacts, may_write_sugar, renames_needed, uniquify_instruction_names
 
-from .conftest import FIXTURES, fixture_ids
+from .conftest import FIXTURES, fixture_ids, needs_xla
 
 
 def _spy(monkeypatch, owner, name: str) -> list:
@@ -115,6 +117,81 @@ def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monke
     assert "computation already exists" in got
     monkeypatch.setenv("HLOSCOPE_JOBS", "1")
     assert got == _error(repeated, monkeypatch)
+
+
+@pytest.mark.parametrize("change", ["none", "repeated", "zero-led"])
+def test_the_halves_judge_renames_by_their_names_hashes_as_by_the_names(change):
+    """Each half of a split parse keeps its names' hashes, not the names (a forked child's
+    `hash` is its parent's); judged together, they say what the names say: a rename is needed
+    exactly when XLA's uniquer would rename one."""
+    (module,) = hloscope.parse_all((FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text())
+    comps = module.computations
+    k = len(comps) // 2
+    early, late = comps[0].instructions[0], comps[-1].instructions[1]
+    root, dot, suffix = early.name.rpartition(".")
+    if change == "repeated":
+        late.name = early.name
+    elif change == "zero-led":  # the same name to XLA's uniquer: `x.05` is `x.5`, `x.0` is `x`
+        late.name = f"{root}.0{suffix}" if dot and suffix.isdigit() else f"{early.name}.0"
+    head = NameFacts(*NameFacts.of(comps[:k], hashed=True).plain())  # as it crosses from the child
+    tail = NameFacts.of(comps[k:], hashed=True)
+    whole = NameFacts.of(comps)
+    before = [i.name for c in comps for i in c.instructions]
+    uniquify_instruction_names(comps)
+    renamed = [i.name for c in comps for i in c.instructions] != before
+    assert renamed == (change != "none")
+    assert renames_needed([head, tail]) == renamed == renames_needed([whole])
+
+
+def _sugar_module(entry_names: tuple[str, str]) -> str:
+    """A module whose second computation writes async sugar (`call-start`), ten more after it,
+    and an entry whose second and third instructions are named `entry_names`."""
+    fill = "".join(f"\n%f{k} (x: f32[8]) -> f32[8] {{\n  %x{k} = f32[8] parameter(0)\n"
+                   + "".join(f"  %n{k}_{j} = f32[8] negate(%{f'x{k}' if j == 0 else f'n{k}_{j - 1}'})\n" for j in range(20))
+                   + f"  ROOT %r{k} = f32[8] negate(%n{k}_19)\n}}\n" for k in range(10))
+    a, b = entry_names
+    return ("HloModule m, is_scheduled=true\n\n%neg (a: f32[8]) -> f32[8] {\n  %a = f32[8] parameter(0)\n"
+            "  ROOT %y = f32[8] negate(%a)\n}\n\n%w (v: f32[8]) -> f32[8] {\n  %v = f32[8] parameter(0)\n"
+            "  %s = ((f32[8]), f32[8], s32[]) call-start(%v), to_apply=%neg\n  ROOT %d = f32[8] call-done(%s)\n}\n"
+            + fill + f"\nENTRY %e (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n  %{a} = f32[8] negate(%p)\n"
+            f"  %{b} = f32[8] negate(%{a})\n  ROOT %c = f32[8] call(%{b}), to_apply=%w\n}}\n")
+
+
+@pytest.mark.parametrize("line, sugar", [
+    ("  %s = ((f32[8]), f32[8], s32[]) call-start(%v), to_apply=%neg", True),
+    ("  %s = ((f32[8]), f32[8]) reduce-scatter-start (%v), dimensions={0}", True),
+    ("  %s = ((f32[8]), f32[8], s32[]) fusion-start(%v), kind=kLoop, calls=%f", True),
+    ("  %s = (f32[8], f32[64]) all-gather-start(%v), dimensions={0}", False),  # XLA's own async opcode
+    ("  %s = (f32[8], f32[8]) collective-permute-start(%v), source_target_pairs={{0,1}}", False),
+    ("  %s = f32[8] negate(%v), metadata={op_name=\"f\"}", False),
+])
+def test_a_half_looks_for_async_sugar_in_the_other(line, sugar):
+    """The child parsing the head looks at the tail's text for async sugar (whose hidden names
+    could meet the head's): found where a read would find it; the starts of XLA's own async
+    opcodes are not sugar."""
+    text = "HloModule m\n\nENTRY %e (v: f32[8]) -> f32[8] {\n  %v = f32[8] parameter(0)\n" + line + "\n}\n"
+    assert may_write_sugar(text) is sugar
+    assert may_write_sugar(text, text.index("ENTRY")) is sugar and not may_write_sugar(text, 0, text.index("ENTRY"))
+
+
+@pytest.mark.parametrize("entry_names", [("call", "async_param"), ("q", "r")])
+def test_async_sugar_in_the_head_renames_the_tails_names_as_xla_does(entry_names, in_two):
+    """XLA names the computation it builds for the head's async sugar (`async_param`, `call`)
+    before it reads the entry: the tail's instructions of those names are renamed, though
+    the tail writes no sugar. Without such names, the tail's bodies stay unread."""
+    xc = needs_xla()
+    text = _sugar_module(entry_names)
+    first, second = _halves(text)
+    assert "call-start" in first and "call-start" not in second and "ENTRY" in second
+    printed = xc.hlo.hlo_module_from_text(text).to_string()
+    xla_names = re.findall(r"^\s+(?:ROOT )?%([\w.\-]+) = ", printed[printed.index("\nENTRY"):], re.M)
+    (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
+    assert len(in_two) == 1
+    assert [i.name for i in two.entry.instructions] == xla_names
+    if entry_names == ("q", "r"):
+        assert not two.computations[-2].is_read  # a filler of the tail
+    else:
+        assert xla_names[1:3] != list(entry_names)
 
 
 @pytest.mark.parametrize("spelling", ["as written", "zero-led"])

@@ -22,7 +22,7 @@ from lark import Token
 
 from ..errors import HloSyntaxError
 from ..ir.module import Computation
-from ..text.names import NameFacts
+from ..text.names import NameFacts, may_write_sugar, renames_needed
 from ..text.location import attach_source
 from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
@@ -58,7 +58,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
         tail = _tail(text, split, filename, progress, references)
         trim()  # the part's copy of the text, freed: given back before the names and reads
         if tail is not None:
-            tail_facts = NameFacts.of(tail, LAZY.body_of)  # what the join's rename check reads of this part
+            tail_facts = NameFacts.of(tail, LAZY.body_of, hashed=True)  # what the join's rename check reads of this part
             _read_schedule(tail, head)
     finally:
         outline = head.result()
@@ -154,20 +154,28 @@ def _outline_of_head(text: str, split: int):
         (part,) = parse_part(text[:split], unread=LAZY, source=text, unfinished=True, references=references)
     except (HloSyntaxError, ValueError):
         return None
+    trim()  # the part's copy of the text, freed: given back before the names are hashed
     outline = computations_outline(part.computations)
     if outline is None or outline["renamed"] or None in outline["signatures"]:
         return None
     header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
-    return header, outline, NameFacts.of(part.computations, LAZY.body_of).plain(), references
+    # Hidden names of async sugar in the tail could meet the head's: looked for if it has any.
+    facts = NameFacts.of(part.computations, LAZY.body_of, may_write_sugar(text, split), hashed=True)
+    return header, outline, facts.plain(), references
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
     (name, attr_tokens, tables), outline, head_facts, head_references = head
+    head_facts = NameFacts(*head_facts)
+    if head_facts.wrapped and tail_facts.sugar_roots is None:
+        # The head writes async sugar: the tail's names that its hidden ones could take, too.
+        tail_facts = NameFacts.of(tail, LAZY.body_of, sugar_elsewhere=True, hashed=True)
+    renames = renames_needed([head_facts, tail_facts])
+    trim()  # its sets of hashes (a few MB): given back before the head's computations are made
     comps = computations_from_outline(outline, text)
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]
     try:
-        module = finish_module(Unfinished(name, tokens, comps, tables), tail,
-                               [NameFacts(*head_facts), tail_facts], LAZY)
+        module = finish_module(Unfinished(name, tokens, comps, tables), tail, renames, LAZY)
         # The references of both parts, as the sequential parse checks them.
         check_references([module], text, head_references + references)
     except HloSyntaxError as e:

@@ -25,17 +25,19 @@ class Unfinished(NamedTuple):
     tables: dict
 
 
-def finish_module(part: Unfinished, more: list, known: list[NameFacts] | None = None,
+def finish_module(part: Unfinished, more: list, renames: bool | None = None,
                   unread: UnreadBodies | None = None) -> Module:
-    """The module of `part` with the computations `more` after its own; `known`: the names
-    of all its computations, in runs (`NameFacts`), found already."""
-    return module_from(part.name, part.attr_tokens, part.computations + more, part.tables, known, unread)
+    """The module of `part` with the computations `more` after its own; `renames`: whether
+    its unread bodies' instruction names need making unique (`renames_needed`), when known
+    already."""
+    return module_from(part.name, part.attr_tokens, part.computations + more, part.tables, renames, unread)
 
 
-def module_from(name, attr_tokens, comps, tables, known: list[NameFacts] | None = None,
+def module_from(name, attr_tokens, comps, tables, renames: bool | None = None,
                 unread: UnreadBodies | None = None) -> Module:
     """The module named `name` (None: no header) with header attributes `attr_tokens`,
-    computations `comps` and debug `tables`, checked and named as XLA finishes one."""
+    computations `comps` and debug `tables`, checked and named as XLA finishes one.
+    `renames`: as for `finish_module`."""
     seen: set[str] = set()
     entry = None
     for comp in comps:
@@ -60,7 +62,8 @@ def module_from(name, attr_tokens, comps, tables, known: list[NameFacts] | None 
         check_module_attribute(token)
     uniquify_computation_names(comps)
     body_of = unread.body_of if unread is not None else _no_body
-    if any(body_of(c) is not None for c in comps) and renames_needed(known or [NameFacts.of(comps, body_of)]):
+    if any(body_of(c) is not None for c in comps) and (
+            renames if renames is not None else renames_needed([NameFacts.of(comps, body_of)])):
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
     if all(body_of(c) is None for c in comps) and renames_needed([NameFacts.of(comps, body_of)]):

@@ -10,6 +10,7 @@ each (`NameFacts`) and the join judges them together.
 from __future__ import annotations
 
 import re
+from array import array
 
 from ..ir import opcodes
 from ..ir.attributes import decode_names
@@ -112,49 +113,79 @@ def _name_facts(comp, body) -> tuple[list[str], list[str]]:
 
 
 class NameFacts:
-    """What `renames_needed` reads of a run of computations: their instruction names, whether
-    one repeats among them, those with a zero-led suffix, and the opcodes they wrap as async
-    sugar. The two parts of a parallel parse each find theirs (`plain()` crosses processes)."""
+    """What `renames_needed` reads of a run of computations: their instruction names (or
+    the names' hashes), whether a name repeats among them, those with a zero-led suffix,
+    the opcodes they wrap as async sugar, and the names among them of the form XLA's hidden
+    ones take (`sugar_roots`). The two parts of a parallel parse each find theirs, as
+    hashes (`hashed`): 8 bytes a name, where its string takes about 60, and `plain()`
+    crosses to the forked parent, whose `hash` is the child's."""
 
-    __slots__ = ("_distinct", "names", "repeats", "wrapped", "zero_led")
+    __slots__ = ("hashes", "names", "repeats", "sugar_roots", "wrapped", "zero_led")
 
-    def __init__(self, names: list[str], repeats: bool | None = None, zero_led: list[str] | None = None,
-                 wrapped=()):
+    def __init__(self, hashes: bytes | array | None, repeats: bool, zero_led: list[str], wrapped=(),
+                 sugar_roots=None, names: list[str] | None = None):
+        if hashes is not None and not isinstance(hashes, array):
+            hashes = array("q", hashes)  # from `plain()`'s bytes
+        self.hashes = hashes
         self.names = names
-        self._distinct: set[str] | None = None
-        self.repeats = len(self.distinct) != len(names) if repeats is None else repeats
-        self.zero_led = ([n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
-                         if zero_led is None else zero_led)
+        self.repeats = repeats
+        self.zero_led = zero_led
         self.wrapped = set(wrapped)
+        self.sugar_roots: frozenset[str] | None = None if sugar_roots is None else frozenset(sugar_roots)
+        """The roots `r` (`async_param`, or an opcode async sugar wraps) of the names `r` or
+        `r.N` among these; None where they were not looked for (no sugar in sight)."""
 
     @classmethod
-    def of(cls, comps, body_of=lambda comp: None) -> NameFacts:
-        """The facts of `comps`; `body_of(comp)`: its unread body's text, None once read."""
+    def of(cls, comps, body_of=lambda comp: None, sugar_elsewhere: bool = False, hashed: bool = False) -> NameFacts:
+        """The facts of `comps`; `body_of(comp)`: its unread body's text, None once read.
+        `sugar_elsewhere`: other computations of the module may write async sugar (their
+        hidden names may then meet these). `hashed`: keep the names' hashes, found one
+        computation at a time, not the names (a read body's names are its instructions'
+        strings, which cost nothing more to keep, an unread one's new strings)."""
         names: list[str] = []
+        hashes = array("q") if hashed else None
+        zero_led: list[str] = []
         wrapped: set[str] = set()
+        roots: set[str] | None = set() if sugar_elsewhere else None
         for comp in comps:
             comp_names, comp_wrapped = _name_facts(comp, body_of(comp))
-            names += comp_names
+            if hashes is not None:
+                hashes.extend(map(hash, comp_names))
+                zero_led += [n for n in comp_names if ".0" in n and _ZERO_SUFFIX.search(n)]
+                if roots is not None:
+                    roots |= _sugar_roots(comp_names)
+            else:
+                names += comp_names
             wrapped.update(comp_wrapped)
-        return cls(names, wrapped=wrapped)
+        if hashes is None:
+            zero_led = [n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
+            if roots is not None or wrapped:
+                roots = _sugar_roots(names)
+            # A repeated name (and the set takes the strings' hashes, which `hash` then reuses).
+            return cls(None, len(set(names)) != len(names), zero_led, wrapped, roots, names)
+        if wrapped and roots is None:  # their own sugar's hidden names may meet theirs
+            roots = set().union(*(_sugar_roots(_name_facts(c, body_of(c))[0]) for c in comps))
+        # A repeated hash: a repeated name, or (rarely) two names of one hash, taken for one.
+        return cls(hashes, len(set(hashes)) != len(hashes), zero_led, wrapped, roots)
 
-    @property
-    def distinct(self) -> set[str]:
-        if self._distinct is None:
-            self._distinct = set(self.names)
-        return self._distinct
-
-    def has_set(self) -> bool:
-        return self._distinct is not None
+    def keys(self):
+        """The names' hashes."""
+        return self.hashes if self.hashes is not None else map(hash, self.names)
 
     def plain(self) -> tuple:
-        return self.names, self.repeats, self.zero_led, sorted(self.wrapped)
+        hashes = self.hashes if self.hashes is not None else array("q", self.keys())
+        return (hashes.tobytes(), self.repeats, self.zero_led, sorted(self.wrapped),
+                None if self.sugar_roots is None else sorted(self.sugar_roots))
+
+    def __len__(self) -> int:
+        return len(self.hashes if self.hashes is not None else self.names)
 
 
 def renames_needed(parts: list[NameFacts]) -> bool:
     """Whether making instruction names unique would rename any, judged from the names
-    alone (unread bodies are not read); exact up to XLA's hidden async names, where it errs
-    on the side of yes. `parts`: the names of the module's computations, in runs.
+    alone (unread bodies are not read); exact up to XLA's hidden async names, and up to two
+    names of one hash, where it errs on the side of yes. `parts`: the names of the module's
+    computations, in runs.
 
     Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
     and `x.01`), and with the names XLA takes for the computations it builds around async
@@ -162,27 +193,59 @@ def renames_needed(parts: list[NameFacts]) -> bool:
     """
     if any(p.repeats for p in parts):
         return True
-    # Each run's names are distinct: a repeat is a name shared by two runs (looked up in
-    # whichever run's set is built already: one of 100K names takes 0.1 s to build).
+    # Each run's names are distinct: a repeat is a name shared by two runs (a shared hash).
     for k, later in enumerate(parts[1:], 1):
-        for earlier in parts[:k]:
-            built, other = (later, earlier) if later.has_set() and not earlier.has_set() else (earlier, later)
-            if not built.distinct.isdisjoint(other.names):
-                return True
-    keys: set[tuple[str, int]] = set()
-    for name in (n for p in parts for n in p.zero_led):
-        root, _, suffix = name.rpartition(".")
-        key = (root, int(suffix))
-        written = root if key[1] == 0 else f"{root}.{key[1]}"
-        if key in keys or any(written in p.distinct for p in parts):
+        if any(_share(earlier, later) for earlier in parts[:k]):
             return True
-        keys.add(key)
+    zero_led = [n for p in parts for n in p.zero_led]
+    if zero_led:
+        every = set().union(*(p.keys() for p in parts))
+        seen: set[tuple[str, int]] = set()
+        for name in zero_led:
+            root, _, suffix = name.rpartition(".")
+            key = (root, int(suffix))
+            if key in seen or hash(root if key[1] == 0 else f"{root}.{key[1]}") in every:
+                return True
+            seen.add(key)
     wrapped = set().union(*(p.wrapped for p in parts))
     if wrapped:
-        hidden = re.compile(r"^(?:async_param|" + "|".join(map(re.escape, wrapped)) + r")(?:\.\d+)?$", re.M)
-        if any(hidden.search("\n".join(p.names)) for p in parts):
+        hidden = wrapped | {"async_param"}
+        if any(p.sugar_roots is None or not hidden.isdisjoint(p.sugar_roots) for p in parts):
             return True
     return False
+
+
+def _share(a: NameFacts, b: NameFacts) -> bool:
+    """Whether two runs share a hash, found through a set of the smaller run's (five times
+    their array: one such set at a time)."""
+    smaller, larger = (a, b) if len(a) <= len(b) else (b, a)
+    return not set(smaller.keys()).isdisjoint(larger.keys())
+
+
+def may_write_sugar(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether `text[start:end]` may write an async sugar start (`reduce-scatter-start(`);
+    False only when it certainly does not. The starts of asynchronous collectives
+    (`all-gather-start`), XLA's own opcodes, are not sugar."""
+    end = len(text) if end is None else end
+    for m in _START_CALL.finditer(text, start, end):
+        before = text.rfind(" ", max(start, m.start() - 64), m.start())
+        opcode = text[before + 1 : m.start()]
+        if before < 0 or not _OPCODE.fullmatch(opcode) or _SUGAR_STARTS.fullmatch(opcode + "-start"):
+            return True
+    return False
+
+
+def _sugar_roots(names: list[str]) -> set[str]:
+    """The roots `r` of the names `r` or `r.N` (`N` a number) among `names` that XLA's
+    hidden names for async sugar could take (`async_param`, a wrapped opcode's name)."""
+    roots: set[str] = set()
+    for name in names:
+        root, dot, suffix = name.rpartition(".")
+        if not (dot and suffix.isdigit()):
+            root = name
+        if root in _HIDDEN_ROOTS:
+            roots.add(root)
+    return roots
 
 
 # An operand `t#i#j...` (a tuple element), as an unread body may write it: its names are found
@@ -213,6 +276,9 @@ def _element_names(source: str, start: int, end: int) -> list[str]:
 _SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
 _SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
 _START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
+_START_CALL = re.compile(r"-start[ \t]*\(")  # led by a literal: found fast in a whole text
+_OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
+_HIDDEN_ROOTS = frozenset(("async_param",) + _SUGAR_WRAPPED)
 _ZERO_SUFFIX = re.compile(r".\.0\d*$")
 
 
