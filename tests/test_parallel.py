@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 
 import hloscope
+from hloscope.speed import lazy
 from hloscope.speed.lazy import read_all
 from hloscope.speed import runtime
 from hloscope.errors import HloSyntaxError
@@ -483,3 +485,50 @@ def test_a_fork_in_one_thread_says_nothing_of_jax():
                        text=True, timeout=120, env={**os.environ, "HLOSCOPE_JOBS": "2"})
     assert r.returncode == 0, r.stderr
     assert "os.fork() was called" not in r.stderr  # a hook's exception is printed, not raised
+
+
+def _bodies_with_errors(bad: tuple[int, ...], count: int = 40) -> str:
+    """A module of `count` computations nothing calls, those at `bad` naming an undefined
+    operand, and an entry of its own."""
+    comps = "".join(f"%c{k} (a{k}: f32[8]) -> f32[8] {{\n  %a{k} = f32[8] parameter(0)\n"
+                    f"  ROOT %r{k} = f32[8] negate(%{'nowhere' if k in bad else f'a{k}'})\n}}\n\n" for k in range(count))
+    return f"HloModule m\n\n{comps}ENTRY %e (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n  ROOT %q = f32[8] negate(%p)\n}}\n"
+
+
+@pytest.mark.parametrize("slow", ["job", "here", "neither", "job fails"])
+@pytest.mark.parametrize("bad", [(5, 35), (35,), (5,), ()])
+def test_the_verdict_checked_from_both_ends_is_the_full_parses(slow, bad, monkeypatch, tmp_path):
+    """The verdict's job checks the unread bodies from the first, this process from the last
+    once its analysis is done, until they meet: the error reported is the full parse's (the
+    first in the text), whichever side is slow, and when the job fails."""
+    text = _bodies_with_errors(bad)
+    if bad:
+        with pytest.raises(HloSyntaxError) as full:
+            hloscope.parse(text, "bad.hlo")
+    parent = os.getpid()
+    check = lazy._check
+
+    def timed_check(*args):
+        if (os.getpid() != parent) == (slow == "job"):
+            time.sleep(0.01)
+        if slow == "job fails" and os.getpid() != parent:
+            raise RuntimeError("the job fails")
+        return check(*args)
+
+    if slow != "neither":
+        monkeypatch.setattr(lazy, "_check", timed_check)
+    monkeypatch.setattr(lazy, "CHECK_ELSEWHERE_CHARS", 0)
+    monkeypatch.setattr(lazy, "PROGRESS_EVERY", 4)
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    monkeypatch.setenv("HLOSCOPE_CACHE", "0")
+    path = tmp_path / "bad.hlo"
+    path.write_text(text)
+    started = _spy(monkeypatch, runtime, "in_child_sending")
+    module = hloscope.load(path, lazy=True)
+    if bad:
+        with pytest.raises(HloSyntaxError) as lazily:
+            module.collectives()
+        assert str(lazily.value) == str(full.value).replace("bad.hlo", str(path))
+    else:
+        module.collectives()
+    assert started and started[0] is not None  # the check ran in a job

@@ -252,9 +252,10 @@ class Verdict:
     While an analysis lets the check run elsewhere (`check_elsewhere`, an executor), the
     first question starts it there and is answered as if no error were found; the caller
     then `settle`s before it answers, and a read that fails meanwhile settles first: either
-    way the error reported is the first in text order, as without the job."""
+    way the error reported is the first in text order, as without the job. Settling, this
+    process checks the bodies from the last while the job goes on from the first."""
 
-    __slots__ = ("error", "executor", "job", "known", "_module", "__weakref__")
+    __slots__ = ("error", "executor", "first", "job", "known", "order", "_module", "__weakref__")
 
     _of: "weakref.WeakKeyDictionary[Module, Verdict]" = weakref.WeakKeyDictionary()
 
@@ -266,6 +267,11 @@ class Verdict:
         self.known = False
         self.executor: Executor | None = None
         self.job: Job | None = None
+        self.order: list[int] = []
+        """Where the bodies a job checks are among the module's computations, in text order
+        (places, not computations: a verdict must not hold its module)."""
+        self.first: BodyText | None = None
+        """The module's first unread body when the job started (`_check`)."""
 
     @property
     def module(self) -> Module:
@@ -285,23 +291,23 @@ class Verdict:
         check runs elsewhere, until `settle`)."""
         if not self.known:
             if self.job is None and self.executor is not None and _unread_chars(self.module) >= CHECK_ELSEWHERE_CHARS:
-                self.job = self.executor.submit(_first_error_as_data, self)
+                module = self.module
+                self.order = _places_to_check(module)
+                self.first = _first_body(module)
+                self.job = self.executor.stream(_check_sending, module, self.order, self.first)
             if self.job is not None:
                 return True
             self.known, self.error = True, self._first_error()
         return self.error is None
 
     def settle(self) -> HloSyntaxError | None:
-        """The verdict, waiting for a check under way elsewhere (or doing it here, if that
-        failed or none ran)."""
+        """The verdict, waiting for a check under way elsewhere, and meanwhile checking its
+        bodies from the last, until the two meet (or doing it here, if that failed or none
+        ran)."""
         if not self.known:
             job, self.job = self.job, None
-            answer = job.result() if job is not None else None
-            if answer is None:
-                self.error = self._first_error()
-            else:
-                self.error = HloSyntaxError(*answer[:3], source_line=answer[3], filename=answer[4]) if answer else None
-            self.known = True
+            self.error = self._meeting(job) if job is not None else self._first_error()
+            self.known, self.order, self.first = True, [], None
         return self.error
 
     def decide(self, error: HloSyntaxError) -> None:
@@ -316,34 +322,88 @@ class Verdict:
             self.job = None
 
     def _first_error(self) -> HloSyntaxError | None:
-        """The first error a read of the unread bodies meets, in text order; None if none.
-        Nothing read is kept: a body that repeats one checked before is checked as its copy,
-        that one read again (`_Checked`) once a repeat shows up."""
+        """The first error a read of the unread bodies meets, in text order; None if none."""
         module = self.module
+        return _first_error_of(module, [module.computations[k] for k in _places_to_check(module)], _first_body(module))
+
+    def _meeting(self, job: Job) -> HloSyntaxError | None:
+        """The first error of `self.order`, the bodies the job checks in text order, telling
+        how far it has come (`_check_sending`): the bodies after it are checked here, from
+        the last, until the two meet. The job's error, if any, comes first in the text;
+        else the first this process found."""
+        module, first = self.module, self.first
+        order = [module.computations[k] for k in self.order]
         copies: dict = {}
-        first = _first_body(module)
-        for comp in module.computations:
-            if not isinstance(comp, LazyComputation) or comp.is_read or comp.copy_of is not None or comp.body is None:
-                continue  # checked by its read, or known to repeat a body that read so
-            body = comp.body
-            text = body.text
-            original, keys, names = copies_of(copies, text, comp.alike)
-            if original.__class__ is _Checked:
-                original = original.original()
-            if _reads_as_copy(original, comp, names):
-                continue  # it reads as a copy of a body that read without an error
-            try:
-                with runtime.no_cyclic_gc():
-                    instructions, root = body.read(comp, users=False)
-                if comp is module.entry:
-                    check_aliases(module, root, first_body=first)
-            except HloSyntaxError as e:
-                return e
-            del instructions, root
-            checked = _Checked(comp, body) if keys else None
-            for key in keys:
-                copies[key] = checked
-        return None
+        reached, back = 0, len(order)
+        found: tuple[int, HloSyntaxError] | None = None  # the first error found here, and where
+        while reached < back:
+            while reached < back and job.ready():
+                message = job.receive()
+                if message is None:  # the job failed: the rest is checked here, in text order
+                    error = _first_error_of(module, order[reached:back], first)
+                    return error if error is not None else (found[1] if found else None)
+                if message[0] == "error":  # the first of the bodies up to it: first, unless one here is before it
+                    job.cancel()
+                    at = message[1]
+                    if found is not None and found[0] < at:
+                        return found[1]
+                    return HloSyntaxError(*message[2:5], source_line=message[5], filename=message[6])
+                reached = message[1]
+            if reached >= back:
+                break
+            back -= 1
+            comp = order[back]
+            error = _check(module, comp, copies, first)
+            if error is not None:
+                found = (back, error)  # before any found so far
+        job.cancel()
+        return found[1] if found else None
+
+
+def _places_to_check(module: Module) -> list[int]:
+    """Where the bodies the verdict checks are among the module's computations, in text
+    order: the unread ones, but known copies."""
+    return [k for k, c in enumerate(module.computations)
+            if isinstance(c, LazyComputation) and not c.is_read and c.copy_of is None and c.body is not None]
+
+
+def _first_error_of(module: Module, comps: list[LazyComputation], first: BodyText | None) -> HloSyntaxError | None:
+    """The first error a read of `comps` (unread bodies of `module`, in text order) meets;
+    `first`: as for `_check`."""
+    copies: dict = {}
+    for comp in comps:
+        error = _check(module, comp, copies, first)
+        if error is not None:
+            return error
+    return None
+
+
+def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText | None) -> HloSyntaxError | None:
+    """The error a read of `comp`'s unread body meets, None if none, keeping nothing: a
+    body that repeats one checked before (in `copies`, kept for one pass) is checked as its
+    copy, that one read again (`_Checked`) once a repeat shows up. `first`: the module's
+    first unread body, where the entry's aliases' errors point."""
+    body = comp.body
+    if comp.is_read or comp.copy_of is not None or body is None:
+        return None  # checked by its read (since the pass began, too), or known to repeat one read so
+    text = body.text
+    original, keys, names = copies_of(copies, text, comp.alike)
+    if original.__class__ is _Checked:
+        original = original.original()
+    if _reads_as_copy(original, comp, names):
+        return None  # it reads as a copy of a body that read without an error
+    try:
+        with runtime.no_cyclic_gc():
+            instructions, root = body.read(comp, users=False)
+        if comp is module.entry:
+            check_aliases(module, root, first_body=first)
+    except HloSyntaxError as e:
+        return e
+    del instructions, root
+    checked = _Checked(comp, body) if keys else None
+    for key in keys:
+        copies[key] = checked
+    return None
 
 
 class _Checked:
@@ -381,10 +441,23 @@ def _unread_chars(module: Module) -> int:
                if isinstance(c, LazyComputation) and not c.is_read and c.body is not None)
 
 
-def _first_error_as_data(verdict: Verdict) -> tuple:
-    """In the job: `()` when every unread body reads, else the first error as plain data."""
-    e = verdict._first_error()
-    return () if e is None else (e.message, e.line, e.column, e.source_line, e.filename)
+def _check_sending(send, module: Module, order: list[int], first: BodyText | None) -> None:
+    """In the job: check the bodies at `order` in text order, sending `("at", n)` once the
+    first `n` read without an error (every `PROGRESS_EVERY`), then `("at", len(order))`; or,
+    at the first error, `("error", n, ...)`, the error as plain data."""
+    copies: dict = {}
+    for n, comp in enumerate(module.computations[k] for k in order):
+        if n % PROGRESS_EVERY == 0:
+            send(("at", n))
+        e = _check(module, comp, copies, first)
+        if e is not None:
+            send(("error", n, e.message, e.line, e.column, e.source_line, e.filename))
+            return
+    send(("at", len(order)))
+
+
+PROGRESS_EVERY = 32
+"""How many bodies the job checks between two reports of how far it has come."""
 
 
 # ─── a module's bodies, all at once ──────────────────────────────────────────────────
