@@ -487,21 +487,24 @@ def test_a_fork_in_one_thread_says_nothing_of_jax():
     assert "os.fork() was called" not in r.stderr  # a hook's exception is printed, not raised
 
 
-def _bodies_with_errors(bad: tuple[int, ...], count: int = 40) -> str:
+def _bodies_with_errors(bad: tuple, count: int = 40) -> str:
     """A module of `count` computations nothing calls, those at `bad` naming an undefined
-    operand, and an entry of its own."""
+    operand, and an entry of its own; with "alias" in `bad`, the header aliases an output
+    the entry's result does not have (an error the entry's read does not find)."""
     comps = "".join(f"%c{k} (a{k}: f32[8]) -> f32[8] {{\n  %a{k} = f32[8] parameter(0)\n"
                     f"  ROOT %r{k} = f32[8] negate(%{'nowhere' if k in bad else f'a{k}'})\n}}\n\n" for k in range(count))
-    return f"HloModule m\n\n{comps}ENTRY %e (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n  ROOT %q = f32[8] negate(%p)\n}}\n"
+    alias = ", input_output_alias={ {4}: (0, {}, may-alias) }" if "alias" in bad else ""
+    return f"HloModule m{alias}\n\n{comps}ENTRY %e (p: f32[8]) -> f32[8] {{\n  %p = f32[8] parameter(0)\n  ROOT %q = f32[8] negate(%p)\n}}\n"
 
 
 @pytest.mark.parametrize("slow", ["job", "here", "neither", "job fails"])
-@pytest.mark.parametrize("bad", [(5, 35), (35,), (5,), ()])
+@pytest.mark.parametrize("bad", [(5, 35), (35,), (5,), (), ("alias",), (35, "alias")])
 def test_the_verdict_checked_from_both_ends_is_the_full_parses(slow, bad, monkeypatch, tmp_path):
     """The verdict's job checks the unread bodies from the first, this process from the last
     once its analysis is done, until they meet: the error reported is the full parse's (the
-    first in the text), whichever side is slow, and when the job fails."""
-    text = _bodies_with_errors(bad)
+    first in the text), whichever side is slow, and when the job fails; the entry, read by
+    the analysis meanwhile, has its aliases checked all the same."""
+    text = _bodies_with_errors(bad).replace("HloModule m", "HloModule m, is_scheduled=true", 1)
     if bad:
         with pytest.raises(HloSyntaxError) as full:
             hloscope.parse(text, "bad.hlo")
@@ -524,11 +527,12 @@ def test_the_verdict_checked_from_both_ends_is_the_full_parses(slow, bad, monkey
     path = tmp_path / "bad.hlo"
     path.write_text(text)
     started = _spy(monkeypatch, runtime, "in_child_sending")
-    module = hloscope.load(path, lazy=True)
-    if bad:
-        with pytest.raises(HloSyntaxError) as lazily:
-            module.collectives()
-        assert str(lazily.value) == str(full.value).replace("bad.hlo", str(path))
-    else:
-        module.collectives()
-    assert started and started[0] is not None  # the check ran in a job
+    for analysis in ("collectives", "memory"):  # the memory's reads the entry, the collectives' not
+        module = hloscope.load(path, lazy=True)
+        if bad:
+            with pytest.raises(HloSyntaxError) as lazily:
+                getattr(module, analysis)()
+            assert str(lazily.value) == str(full.value).replace("bad.hlo", str(path))
+        else:
+            getattr(module, analysis)()
+        assert started and started[-1] is not None  # the check ran in a job

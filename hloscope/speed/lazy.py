@@ -384,8 +384,15 @@ def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText 
     copy, that one read again (`_Checked`) once a repeat shows up. `first`: the module's
     first unread body, where the entry's aliases' errors point."""
     body = comp.body
-    if comp.is_read or comp.copy_of is not None or body is None:
-        return None  # checked by its read (since the pass began, too), or known to repeat one read so
+    try:
+        if comp.is_read:  # since the pass began: its read checked all but the entry's aliases
+            if comp is module.entry:
+                check_aliases(module, comp.root, first_body=first)
+            return None
+    except HloSyntaxError as e:
+        return e
+    if comp.copy_of is not None or body is None:
+        return None  # known to repeat a body that read without an error
     text = body.text
     original, keys, names = copies_of(copies, text, comp.alike)
     if original.__class__ is _Checked:
