@@ -521,7 +521,7 @@ def test_the_verdict_checked_from_both_ends_is_the_full_parses(slow, bad, monkey
     if slow != "neither":
         monkeypatch.setattr(lazy, "_check", timed_check)
     monkeypatch.setattr(lazy, "CHECK_ELSEWHERE_CHARS", 0)
-    monkeypatch.setattr(lazy, "PROGRESS_EVERY", 4)
+    monkeypatch.setattr(lazy, "PROGRESS_REPORTS", 10)
     monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
     monkeypatch.setenv("HLOSCOPE_CACHE", "0")
     path = tmp_path / "bad.hlo"

@@ -450,11 +450,12 @@ def _unread_chars(module: Module) -> int:
 
 def _check_sending(send, module: Module, order: list[int], first: BodyText | None) -> None:
     """In the job: check the bodies at `order` in text order, sending `("at", n)` once the
-    first `n` read without an error (every `PROGRESS_EVERY`), then `("at", len(order))`; or,
-    at the first error, `("error", n, ...)`, the error as plain data."""
+    first `n` read without an error (at most `PROGRESS_REPORTS` times), then
+    `("at", len(order))`; or, at the first error, `("error", n, ...)`, the error as plain data."""
     copies: dict = {}
+    every = max(1, -(-len(order) // PROGRESS_REPORTS))
     for n, comp in enumerate(module.computations[k] for k in order):
-        if n % PROGRESS_EVERY == 0:
+        if n % every == 0:
             send(("at", n))
         e = _check(module, comp, copies, first)
         if e is not None:
@@ -463,8 +464,9 @@ def _check_sending(send, module: Module, order: list[int], first: BodyText | Non
     send(("at", len(order)))
 
 
-PROGRESS_EVERY = 32
-"""How many bodies the job checks between two reports of how far it has come."""
+PROGRESS_REPORTS = 256
+"""The most reports of how far the job has come: nothing reads them until the analysis
+settles, and past a pipe's 64 KB the job would wait for that."""
 
 
 # ─── a module's bodies, all at once ──────────────────────────────────────────────────

@@ -142,7 +142,7 @@ class NameFacts:
         hidden names may then meet these). `hashed`: keep the names' hashes, found one
         computation at a time, not the names (a read body's names are its instructions'
         strings, which cost nothing more to keep, an unread one's new strings)."""
-        names: list[str] = []
+        names: list[str] | None = None if hashed else []
         hashes = array("q") if hashed else None
         zero_led: list[str] = []
         wrapped: set[str] = set()
@@ -151,30 +151,27 @@ class NameFacts:
             comp_names, comp_wrapped = _name_facts(comp, body_of(comp))
             if hashes is not None:
                 hashes.extend(map(hash, comp_names))
-                zero_led += [n for n in comp_names if ".0" in n and _ZERO_SUFFIX.search(n)]
-                if roots is not None:
-                    roots |= _sugar_roots(comp_names)
             else:
                 names += comp_names
+            zero_led += [n for n in comp_names if ".0" in n and _ZERO_SUFFIX.search(n)]
             wrapped.update(comp_wrapped)
-        if hashes is None:
-            zero_led = [n for n in names if ".0" in n and _ZERO_SUFFIX.search(n)]
-            if roots is not None or wrapped:
-                roots = _sugar_roots(names)
-            # A repeated name (and the set takes the strings' hashes, which `hash` then reuses).
-            return cls(None, len(set(names)) != len(names), zero_led, wrapped, roots, names)
+            if roots is not None:
+                roots |= _sugar_roots(comp_names)
         if wrapped and roots is None:  # their own sugar's hidden names may meet theirs
-            roots = set().union(*(_sugar_roots(_name_facts(c, body_of(c))[0]) for c in comps))
-        # A repeated hash: a repeated name, or (rarely) two names of one hash, taken for one.
-        return cls(hashes, len(set(hashes)) != len(hashes), zero_led, wrapped, roots)
+            roots = (_sugar_roots(names) if names is not None
+                     else set().union(*(_sugar_roots(_name_facts(c, body_of(c))[0]) for c in comps)))
+        # A repeated name; hashed, a repeated hash: a repeated name, or (rarely) two names of
+        # one hash, taken for one. (A set of strings takes the hashes they keep: faster.)
+        keys = names if names is not None else hashes
+        return cls(hashes, len(set(keys)) != len(keys), zero_led, wrapped, roots, names)
 
     def keys(self):
         """The names' hashes."""
         return self.hashes if self.hashes is not None else map(hash, self.names)
 
     def plain(self) -> tuple:
-        hashes = self.hashes if self.hashes is not None else array("q", self.keys())
-        return (hashes.tobytes(), self.repeats, self.zero_led, sorted(self.wrapped),
+        """Hashed facts as plain data, for `NameFacts(*plain)` in the forked parent."""
+        return (self.hashes.tobytes(), self.repeats, self.zero_led, sorted(self.wrapped),
                 None if self.sugar_roots is None else sorted(self.sugar_roots))
 
     def __len__(self) -> int:
