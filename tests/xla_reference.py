@@ -212,7 +212,7 @@ def parse_buffer_assignment_dump(text: str) -> list[dict]:
 # imported jax, forked again after each abort; an abort counts as a refusal.
 
 _PARSE_WORKER = r"""
-import json, os, select, signal, sys
+import json, os, select, signal, sys, tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from jax._src.lib import xla_client as xc
 
@@ -228,22 +228,32 @@ def parse_each(requests, answers):
     os._exit(0)
 
 def fork():
-    # A child forked from this process (jax imported once) parses until an abort kills it.
+    # A child forked from this process (jax imported once) parses until an abort kills it;
+    # what it writes to stderr goes to a file of its own, read after an abort.
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
+    said = tempfile.TemporaryFile()
     pid = os.fork()
     if pid == 0:
         os.close(down_w)
         os.close(up_r)
+        os.dup2(said.fileno(), 2)
         parse_each(os.fdopen(down_r), os.fdopen(up_w, "w"))
     os.close(down_r)
     os.close(up_w)
-    return pid, os.fdopen(down_w, "w"), os.fdopen(up_r)
+    return pid, os.fdopen(down_w, "w"), os.fdopen(up_r), said
+
+def failed_check(child):
+    # Whether the child that died printed the stack trace absl prints for a failed CHECK or
+    # a LOG(FATAL): XLA stopped on the text, where a fork gone wrong would not say so.
+    said = child[3]
+    said.seek(0)
+    return b"*** Check failure stack trace: ***" in said.read()
 
 def ask(child, line):
     # The child's answer; "" when it aborted (a failed CHECK), None when it did not answer
     # in time (a forked child has been seen to spin: it is killed and the text asked again).
-    pid, requests, answers = child
+    pid, requests, answers, _ = child
     requests.write(line)
     requests.flush()
     if not select.select([answers], [], [], 30)[0]:
@@ -264,7 +274,10 @@ for line in sys.stdin:
         answer = ask(child, line)
         if answer:
             break
-        child = None
+        died, child = child, None
+        if answer == "" and failed_check(died):
+            answer = json.dumps("aborted") + "\n"  # what the caller says of a worker that aborts
+            break
         if answer == "":
             aborts += 1
             if aborts == 2:
