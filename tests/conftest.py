@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import gzip
+import importlib.util
 import json
 import os
 import pty
@@ -15,6 +16,8 @@ import termios
 from pathlib import Path
 
 import pytest
+
+from .xla_reference import XlaReadings
 
 # The tests compile on the host's CPU (accelerator targets without a device, as the sweep and
 # fixtures/generate.py do); with libtpu installed, JAX would otherwise first look for a TPU.
@@ -75,6 +78,40 @@ def corpus_rows() -> list[dict]:
         pytest.skip("../shared/corpus is absent (a user's clone has no ../shared)")
     with gzip.open(CORPUS, "rt") as f:
         return [json.loads(line) for line in f]
+
+
+def accepted_corpus_texts() -> list[str]:
+    """The texts of the corpus' modules XLA's parser accepts, in the corpus' order."""
+    return [row["text"] for row in corpus_rows() if row["accepted_by_xla"]]
+
+
+_IN_BACKGROUND: dict = {}
+"""What the session started in the background (`pytest_collection_finish`), by fixture name."""
+
+
+def pytest_collection_finish(session):
+    """XLA's reading of the accepted corpus modules (minutes of CPU) starts as soon as a test
+    that asks for it is collected, in a process of its own: it runs while the tests before
+    that one do."""
+    asks = any("xla_corpus_readings" in getattr(item, "fixturenames", ()) for item in session.items)
+    if asks and CORPUS.exists() and importlib.util.find_spec("jaxlib") is not None:
+        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(accepted_corpus_texts())
+
+
+def pytest_sessionfinish(session):
+    for started in _IN_BACKGROUND.values():
+        started.stop()
+    _IN_BACKGROUND.clear()
+
+
+@pytest.fixture(scope="session")
+def xla_corpus_readings():
+    """XLA's reading of each of `accepted_corpus_texts()` (`XlaReadings`)."""
+    needs_xla()
+    texts = accepted_corpus_texts()
+    if "xla_corpus_readings" not in _IN_BACKGROUND:
+        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(texts)
+    return _IN_BACKGROUND["xla_corpus_readings"]
 
 
 def corpus_texts_or_none() -> list[str]:

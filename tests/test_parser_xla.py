@@ -68,12 +68,12 @@ def test_fixture_matches_xla(path):
 
 @pytest.mark.xla
 @pytest.mark.corpus
-def test_corpus_matches_xla():
+def test_corpus_matches_xla(xla_corpus_readings):
     needs_xla()
     rows = [r for r in corpus_rows() if r["accepted_by_xla"]]
     differences = {}
-    for row in rows:
-        diff = _first_difference(row["text"])
+    for k, row in enumerate(rows):
+        diff = _first_difference(row["text"], xla_corpus_readings.reading(k))
         if diff is not None and row["path"] not in KNOWN_DIFFERENCES:
             differences.setdefault(row["path"], diff)
     agreed = len(rows) - len(differences)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 
 # XLA opcode enum names whose text spelling is not the plain kebab-case of the enum.
@@ -42,34 +44,79 @@ def xla_parse(text: str):
     return out
 
 
-_STRUCTURE_WORKER = r"""
+_READINGS_WORKER = r"""
 import json, os, sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.nice(10)  # the tests meanwhile go first
 from jax._src.lib import xla_client as xc
-try:
-    module = xc.hlo.hlo_module_from_text(sys.stdin.read())
-except Exception as e:
-    print(json.dumps({"error": str(e) or type(e).__name__}))
-    sys.exit(0)
-print(json.dumps({"computations": [
-    [comp.name, [[inst.name, str(inst.opcode), [o.name for o in inst.operands()]] for inst in comp.instructions()]]
-    for comp in module.computations()]}))
+with open(sys.argv[1]) as f:
+    texts = json.load(f)
+with open(sys.argv[2], "w") as out:
+    for text in texts:
+        try:
+            module = xc.hlo.hlo_module_from_text(text)
+            answer = [[comp.name, [[inst.name, str(inst.opcode), [o.name for o in inst.operands()]]
+                                   for inst in comp.instructions()]] for comp in module.computations()]
+        except Exception as e:
+            answer = {"error": str(e) or type(e).__name__}
+        out.write(json.dumps(answer) + "\n")
 """
+
+
+class XlaReadings:
+    """`xla_parse` of many texts by a process of its own, started at once: XLA's parse runs
+    on another CPU while other tests run (a few corpus modules take XLA 16 s each, for
+    literals of 800 MB). `python`: the interpreter whose jaxlib to use (another XLA
+    release), this one's by default. `reading(k)` waits for the process and gives
+    `xla_parse(texts[k])`, raising ValueError with XLA's message for a text XLA refuses."""
+
+    def __init__(self, texts: list[str], python: str | None = None):
+        import subprocess
+        import sys
+        import tempfile
+
+        self._texts = texts
+        self._here = python is None or python == sys.executable
+        self._directory = tempfile.TemporaryDirectory(prefix="xla-readings-")
+        asked, self._answers = (os.path.join(self._directory.name, n) for n in ("asked.json", "answers.jsonl"))
+        with open(asked, "w") as f:
+            json.dump(texts, f)
+        open(self._answers, "w").close()  # no answer yet, should the worker fail at its start
+        self._proc = subprocess.Popen([python or sys.executable, "-c", _READINGS_WORKER, asked, self._answers],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+        self._read: list | None = None
+
+    def reading(self, k: int) -> dict:
+        if self._read is None:
+            self._proc.wait()
+            with open(self._answers) as f:
+                self._read = [json.loads(line) for line in f if line.endswith("\n")]
+        if k >= len(self._read):  # the worker died before it answered
+            if not self._here:
+                raise RuntimeError(f"XLA's worker stopped (exit {self._proc.returncode}) before text {k}")
+            return xla_parse(self._texts[k])
+        answer = self._read[k]
+        if isinstance(answer, dict):
+            raise ValueError(answer["error"])
+        return {name: [(n, opcode_spelling(op), operands) for n, op, operands in instructions]
+                for name, instructions in answer}
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._directory.cleanup()
 
 
 def xla_parse_with(python: str, text: str):
     """`xla_parse(text)` by the jaxlib of another interpreter (`python`), in a process of its
     own; raises ValueError with XLA's message for text that XLA refuses."""
-    import json
-    import subprocess
-
-    done = subprocess.run([python, "-c", _STRUCTURE_WORKER], input=text, capture_output=True, text=True,
-                          check=True)
-    answer = json.loads(done.stdout)
-    if "error" in answer:
-        raise ValueError(answer["error"])
-    return {name: [(n, opcode_spelling(op), operands) for n, op, operands in instructions]
-            for name, instructions in answer["computations"]}
+    readings = XlaReadings([text], python)
+    try:
+        return readings.reading(0)
+    finally:
+        readings.stop()
 
 
 # ─── collectives, as XLA's own parser sees them ─────────────────────────────────────────
