@@ -8,7 +8,6 @@ a `reduce-scatter`; `info()` resolves both.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass, field
 
@@ -169,8 +168,15 @@ class OpInfo:
         return self.calls_kind == "loop"
 
 
-def _op(name, **kw) -> OpInfo:
-    return OpInfo(name=name, canonical=kw.pop("canonical", name), **kw)
+def _op(name, **kw) -> dict:
+    """An opcode's facts so far (each made into one `OpInfo` at the end: `_TABLE`)."""
+    return {"name": name, "canonical": kw.pop("canonical", name), **kw}
+
+
+def _add(names, **facts) -> None:
+    """These facts for each of `names`."""
+    for name in names:
+        _FACTS[name].update(facts)
 
 
 _PLAIN = """
@@ -220,8 +226,8 @@ fusion call async-start while conditional reduce map reduce-window select-and-sc
 _APPLIES = ("reduce", "reduce-window", "map", "sort", "select-and-scatter", "scatter", "all-reduce", "reduce-scatter",
             "all-reduce-start")
 
-_TABLE: dict[str, OpInfo] = {name: _op(name) for name in _PLAIN}
-_TABLE.update(
+_FACTS: dict[str, dict] = {name: _op(name) for name in _PLAIN}
+_FACTS.update(
     {
         # Ops whose result is an operand's or a callee's buffer (XLA_MEMORY.md, "Values").
         "parameter": _op("parameter", value_rule="parameter"),
@@ -254,47 +260,39 @@ _TABLE.update(
     }
 )
 for _kind in COLLECTIVE_KINDS:
-    _TABLE[_kind] = _op(_kind, collective=_kind)
-_TABLE["collective-permute"] = dataclasses.replace(_TABLE["collective-permute"], sliced_in_place_output=())
+    _FACTS[_kind] = _op(_kind, collective=_kind)
+_add(["collective-permute"], sliced_in_place_output=())
 # Collectives XLA has native start/done opcodes for (the rest use async-start sugar).
 for _kind in ("all-gather", "all-reduce", "collective-permute"):
     # all-reduce-start returns its result as an array: the done only forwards it.
     tuple_output = _kind != "all-reduce"
     permute = _kind == "collective-permute"
-    _TABLE[f"{_kind}-start"] = _op(
+    _FACTS[f"{_kind}-start"] = _op(
         f"{_kind}-start", collective=_kind, async_role="start", wrapped=_kind,
         value_rule="permute-start" if permute else "async-start" if tuple_output else "define",
         in_place_each_operand=_kind == "all-reduce",
         sliced_in_place_output=(1,) if permute else None,
     )
-    _TABLE[f"{_kind}-done"] = _op(
+    _FACTS[f"{_kind}-done"] = _op(
         f"{_kind}-done", collective=_kind, async_role="done", wrapped=_kind,
         value_rule="done" if tuple_output else "forward", start_element=1 if tuple_output else None,
     )
-for _name in _APPLIES:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], calls_kind="applied")
-for _name in ("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "slice", "dynamic-slice",
-              "concatenate", "dynamic-update-slice"):
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], moves_data=True)
-for _name in ("bitcast", "copy", "copy-start", "copy-done", "convert", "reshape", "transpose", "broadcast", "slice",
-              "dynamic-slice"):
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], keeps_elements=True)
-for _name in _ELEMENTWISE:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], elementwise=True,
-                                        cost_per_element=None if _name == "copy" else "flop")
-for _name in _TRANSCENDENTAL:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], cost_per_element="transcendental")
-for _name in _COSTS_NOTHING:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], costs_nothing=True)
-for _name in _PRICED_BY_CALLEES:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], priced_by_callees=True)
-_TABLE["all-reduce"] = dataclasses.replace(_TABLE["all-reduce"], in_place_on=frozenset({"gpu", "tpu"}))
-_TABLE["collective-broadcast"] = dataclasses.replace(_TABLE["collective-broadcast"], in_place_on=frozenset({"gpu"}))
-for _name in set(_ELEMENTWISE) | {"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "select",
-                                   "concatenate", "slice", "dynamic-slice", "dynamic-update-slice", "broadcast"}:
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], carries_role=True)
-for _name in set(_ELEMENTWISE) | set(_NEVER_IN_PLACE):
-    _TABLE[_name] = dataclasses.replace(_TABLE[_name], may_update_in_place=False)
+_add(_APPLIES, calls_kind="applied")
+_add(("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "slice", "dynamic-slice",
+      "concatenate", "dynamic-update-slice"), moves_data=True)
+_add(("bitcast", "copy", "copy-start", "copy-done", "convert", "reshape", "transpose", "broadcast", "slice",
+      "dynamic-slice"), keeps_elements=True)
+_add(_ELEMENTWISE, elementwise=True, cost_per_element="flop")
+_add(["copy"], cost_per_element=None)
+_add(_TRANSCENDENTAL, cost_per_element="transcendental")
+_add(_COSTS_NOTHING, costs_nothing=True)
+_add(_PRICED_BY_CALLEES, priced_by_callees=True)
+_add(["all-reduce"], in_place_on=frozenset({"gpu", "tpu"}))
+_add(["collective-broadcast"], in_place_on=frozenset({"gpu"}))
+_add(set(_ELEMENTWISE) | {"convert", "bitcast", "reshape", "copy", "transpose", "reduce", "select",
+                          "concatenate", "slice", "dynamic-slice", "dynamic-update-slice", "broadcast"},
+     carries_role=True)
+_add(set(_ELEMENTWISE) | set(_NEVER_IN_PLACE), may_update_in_place=False)
 
 # XLA's HLO_OPCODE_LIST arities (xla/hlo/ir/hlo_opcode.h) of the table's fixed-arity opcodes.
 _ARITIES = {
@@ -314,8 +312,10 @@ _ARITIES = {
     6: "ragged-all-to-all",
 }
 for _arity, _names in _ARITIES.items():
-    for _name in _names.split():
-        _TABLE[_name] = dataclasses.replace(_TABLE[_name], arity=_arity)
+    _add(_names.split(), arity=_arity)
+
+_TABLE: dict[str, OpInfo] = {name: OpInfo(**facts) for name, facts in _FACTS.items()}
+del _FACTS
 
 _SUGAR_SUFFIXES = {"-start": "start", "-update": "update", "-done": "done"}
 # `X-update` exists only as sugar; natively-async ops have no update form, send/recv no -start.
