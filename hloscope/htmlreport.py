@@ -23,14 +23,16 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .analysis import backends
-from .analysis.diff import DiffResult
 from .analysis.memory import MemoryAnalysis
 from .analysis.roles import ROLES, RolesAtPeak
 from .files import write_whole
 from .wording import tidy_op_name
+
+if TYPE_CHECKING:  # named in annotations only: the memory and gathers pages need no diff
+    from .analysis.diff import DiffResult
 
 DATA_FORMAT = 1
 """Version of the JSON the page carries; bumped when its shape changes."""

@@ -153,7 +153,7 @@ def test_github_format_prints_one_error_annotation_per_violation(xla_counts):
 
 def test_github_format_escapes():
     from hloscope.budget import Violation
-    from hloscope.report import github_annotations
+    from hloscope.report.check import github_annotations
 
     v = Violation("m%1", "max", "all-gather", 1, 2)
     out = github_annotations([v], "a,b:c.txt")

@@ -182,7 +182,7 @@ def test_dump_directory_picks_the_largest_jit_module_and_shows_xlas_figures(tmp_
 
 
 def _human(n: int) -> str:
-    from hloscope.report import human_bytes
+    from hloscope.units import human_bytes
 
     return human_bytes(n)
 

@@ -407,7 +407,7 @@ def test_real_scale_gpu_shares_slots_as_xla(path):
 def test_xla_figures_beside_ours(results):
     """Given XLA's `memory_analysis()` (a jax Compiled's, or a fixture's JSON), the result
     carries it and the text report shows each figure with hloscope's error."""
-    from hloscope.report import memory_report
+    from hloscope.report.memory import memory_report
 
     ours, xla = results["gpu_hsdp_large_accum1"]
     both = with_xla(ours, xla)

@@ -16,7 +16,7 @@ import pytest
 
 import hloscope
 from hloscope.analysis.callgraph import CallGraph, inferred_trip_count, trip_count
-from hloscope.report import shorten_middle
+from hloscope.report.table import shorten_middle
 
 from .conftest import FIXTURES, ROOT, fixture_dirs, fixture_ids, in_terminal, needs_xla
 

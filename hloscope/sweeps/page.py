@@ -10,7 +10,7 @@ import html
 import math
 
 from ..htmlreport import self_contained_page
-from ..report import human_seconds
+from ..report.cost import human_seconds
 from ..units import human_bytes, human_flops
 from .grid import apart, label, varying
 from .result import SweepResult, Variant

@@ -6,7 +6,9 @@ from __future__ import annotations
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from ..report import console, heading, human_seconds, table
+from ..report.blocks import heading, table
+from ..report.cost import human_seconds
+from ..report.terminal import console
 from ..report.table import FIGURE, Column
 from ..units import human_bytes, human_flops
 from .grid import label, varying

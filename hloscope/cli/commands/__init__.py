@@ -26,7 +26,7 @@ from ...api.loading import (
     xla_figures,
 )
 from ...api.module import Module
-from ...report import parse_progress, print_renderable
+from ...report.terminal import parse_progress, print_renderable
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 

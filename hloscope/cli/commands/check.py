@@ -12,7 +12,7 @@ from ...budget import (
 )
 from ...budget import check as run_check
 from ...history import commit_id, record
-from ...report import check_report
+from ...report.check import check_report
 from ...snapshots import looks_like_snapshot, mismatch
 from ...snapshots import read as read_snapshot
 from ...snapshots import snapshot as take_snapshot

@@ -1,7 +1,7 @@
 import click
 
 from ...analysis.collectives import GROUP_KEYS
-from ...report import collectives_report
+from ...report.collectives import collectives_report
 from . import (
     emit,
     file_labels,

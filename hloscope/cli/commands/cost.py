@@ -3,7 +3,7 @@ import click
 from ...analysis.cost import GROUP_KEYS
 from ...analysis.hardware import TARGETS
 from ...analysis.roofline import roofline
-from ...report import cost_report
+from ...report.cost import cost_report
 from . import (
     emit,
     file_labels,

@@ -6,7 +6,7 @@ from ...api.compare import diff as diff_modules
 from ...api.compare import diff_with_b_ahead, pair_modules, work_out_side
 from ...api.loading import reading_ahead
 from ...htmlreport import diff_page, write_html
-from ...report import diff_report
+from ...report.diff import diff_report
 from . import emit, json_option, load_inputs, module_option, note, require_scheduled, warn
 
 

@@ -1,6 +1,6 @@
 import click
 
-from ...report import gathers_report
+from ...report.gathers import gathers_report
 from . import (
     emit,
     input_files,

@@ -1,7 +1,7 @@
 import click
 
 from ...htmlreport import memory_page, write_html
-from ...report import memory_report, roles_report
+from ...report.memory import memory_report, roles_report
 from . import (
     emit,
     file_labels,

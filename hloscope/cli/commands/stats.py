@@ -1,7 +1,7 @@
 import click
 
 from ...analysis.stats import stats as compute
-from ...report import stats_report
+from ...report.stats import stats_report
 from . import (
     emit,
     file_labels,
