@@ -330,11 +330,12 @@ for line in sys.stdin:
             if aborts == 2:
                 break
     if not answer:
-        # Forked children died twice, or did not answer: a failed CHECK, or a fork gone wrong
-        # under load (fork copies only the forking thread; a lock another of jax's threads
-        # held stays held), which says nothing of the text. Parsed here, in this process,
-        # which has all its threads: a failed CHECK aborts this worker, and the caller then
-        # counts the text refused ("aborted") and starts another.
+        # Forked children died twice without XLA's fatal stack trace (a crash: SIGSEGV,
+        # SIGFPE), or did not answer: the text's own, or a fork gone wrong under load (fork
+        # copies only the forking thread; a lock another of jax's threads held stays held),
+        # which says nothing of the text. Parsed here, in this process, which has all its
+        # threads: a crash ends this worker, and the caller then counts the text refused
+        # ("aborted") and starts another.
         try:
             xc.hlo.hlo_module_from_text(json.loads(line))
             answer = json.dumps("") + "\n"
