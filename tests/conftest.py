@@ -80,9 +80,14 @@ def corpus_rows() -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def accepted_corpus_texts() -> list[str]:
-    """The texts of the corpus' modules XLA's parser accepts, in the corpus' order."""
-    return [row["text"] for row in corpus_rows() if row["accepted_by_xla"]]
+def accepted_corpus_rows() -> list[dict]:
+    """The rows of the corpus' modules XLA's parser accepts, in the corpus' order: what
+    `xla_corpus_readings` reads, one for one."""
+    return [row for row in corpus_rows() if row["accepted_by_xla"]]
+
+
+def _accepted_corpus_texts() -> list[str]:
+    return [row["text"] for row in accepted_corpus_rows()]
 
 
 _IN_BACKGROUND: dict = {}
@@ -95,7 +100,7 @@ def pytest_collection_finish(session):
     that one do."""
     asks = any("xla_corpus_readings" in getattr(item, "fixturenames", ()) for item in session.items)
     if asks and CORPUS.exists() and importlib.util.find_spec("jaxlib") is not None:
-        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(accepted_corpus_texts())
+        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(_accepted_corpus_texts())
 
 
 def pytest_sessionfinish(session):
@@ -106,11 +111,10 @@ def pytest_sessionfinish(session):
 
 @pytest.fixture(scope="session")
 def xla_corpus_readings():
-    """XLA's reading of each of `accepted_corpus_texts()` (`XlaReadings`)."""
+    """XLA's reading of the text of each of `accepted_corpus_rows()` (`XlaReadings`)."""
     needs_xla()
-    texts = accepted_corpus_texts()
     if "xla_corpus_readings" not in _IN_BACKGROUND:
-        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(texts)
+        _IN_BACKGROUND["xla_corpus_readings"] = XlaReadings(_accepted_corpus_texts())
     return _IN_BACKGROUND["xla_corpus_readings"]
 
 

@@ -16,7 +16,7 @@ import pytest
 import hloscope
 from hloscope.ir import opcodes
 
-from .conftest import FIXTURES, corpus_rows, fixture_dirs, fixture_ids, needs_xla
+from .conftest import FIXTURES, accepted_corpus_rows, corpus_rows, fixture_dirs, fixture_ids, needs_xla
 
 # Accepted corpus modules hloscope reads differently from XLA, each with its reason.
 KNOWN_DIFFERENCES: set[str] = set()
@@ -70,7 +70,7 @@ def test_fixture_matches_xla(path):
 @pytest.mark.corpus
 def test_corpus_matches_xla(xla_corpus_readings):
     needs_xla()
-    rows = [r for r in corpus_rows() if r["accepted_by_xla"]]
+    rows = accepted_corpus_rows()
     differences = {}
     for k, row in enumerate(rows):
         diff = _first_difference(row["text"], xla_corpus_readings.reading(k))

@@ -283,7 +283,7 @@ _add(("bitcast", "copy", "copy-start", "copy-done", "reshape", "transpose", "sli
 _add(("bitcast", "copy", "copy-start", "copy-done", "convert", "reshape", "transpose", "broadcast", "slice",
       "dynamic-slice"), keeps_elements=True)
 _add(_ELEMENTWISE, elementwise=True, cost_per_element="flop")
-_add(["copy"], cost_per_element=None)
+_add(["copy"], cost_per_element=None)  # elementwise, but no cost per element
 _add(_TRANSCENDENTAL, cost_per_element="transcendental")
 _add(_COSTS_NOTHING, costs_nothing=True)
 _add(_PRICED_BY_CALLEES, priced_by_callees=True)
