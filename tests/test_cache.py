@@ -114,6 +114,50 @@ def test_a_damaged_entry_is_ignored_and_removed(cache_home):
     assert _outline(hloscope.load_all(path, lazy=True)[0]) == expected
 
 
+def test_a_kept_modules_computations_are_made_when_first_asked_for(cache_home, monkeypatch):
+    """A module from the cache is its header until a computation is asked for: a command whose
+    results are kept (a warm diff) makes none of them, nor decodes the text."""
+    from hloscope.api import loading
+
+    path = FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt"
+    fresh = hloscope.load(path)
+    hloscope.load(path, lazy=True).memory()
+    made, decoded = [], []
+    outline = cache.computations_from_outline
+    monkeypatch.setattr(cache, "computations_from_outline", lambda *a: made.append(1) or outline(*a))
+    decode = loading.decode_text
+    monkeypatch.setattr(loading, "decode_text", lambda *a: decoded.append(1) or decode(*a))
+    kept = hloscope.load(path, lazy=True)
+    assert (kept.name, kept.is_scheduled, kept.tables) == (fresh.name, fresh.is_scheduled, fresh.tables)
+    assert kept.memory().to_dict() == fresh.memory().to_dict()
+    assert isinstance(kept, hloscope.Module) and not hasattr(kept, "as_text")
+    assert made == decoded == []
+    assert kept.computation(fresh.entry.name).is_entry  # made now, once
+    assert kept.entry is kept.computation(fresh.entry.name)
+    assert _outline(kept) == _outline(fresh)
+    assert all(c.module is kept for c in kept.computations)
+    assert made == decoded == [1]
+
+
+def test_computations_the_outline_no_longer_gives_are_parsed_again(cache_home):
+    """The outline's second line read back damaged (or its file gone) once the header was
+    read: the module's computations come from a parse of the text instead."""
+    path = FIXTURES / "cpu_scan_layers" / "module.hlo.txt"
+    expected = _outline(hloscope.load(path))
+    hloscope.load_all(path, lazy=True)
+    (entry,) = cache_home.glob("*.json")
+    header = entry.read_text().splitlines()[0]
+    for damage in (header + "\n[[]]", header + "\nnot json", None):
+        hloscope.load_all(path, lazy=True)  # the outline, kept again
+        kept = hloscope.load(path, lazy=True)
+        if damage is None:
+            entry.unlink()
+        else:
+            entry.write_text(damage)
+        assert _outline(kept) == expected
+        assert not entry.exists()
+
+
 def test_text_with_rule_parsed_bodies_is_not_cached(cache_home, tmp_path):
     hand = tmp_path / "hand.hlo"
     hand.write_text("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT q = negate(p)\n}\n")

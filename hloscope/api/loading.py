@@ -191,12 +191,13 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     data = read_bytes(path)
     # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
     key = speed.content_key(data)
-    text = decode_text(data, path)
-    del data
     if lazy and key is not None:
-        modules = speed.kept_modules(text, name, key)
+        # The text is decoded only if a module's computations are asked for.
+        modules = speed.kept_modules(lambda: decode_text(data, path), name, key)
         if modules is not None:
             return adopt(modules)
+    text = decode_text(data, path)
+    del data
     modules = parse_all(text, name, lazy=lazy, progress=progress)
     if key is not None:
         speed.keep_modules(text, modules, key, lazy)

@@ -8,6 +8,8 @@ text (`speed.analyzing`). The IR itself knows no analysis, so a parsed IR module
 
 from __future__ import annotations
 
+import functools
+
 from ..analysis.collectives import (
     Collective,
     CollectivesResult,
@@ -169,5 +171,16 @@ class Module(ir.Module):
 def adopt(modules: list[ir.Module]) -> list[Module]:
     """The same modules, as this layer's Module (no copy: the classes share their slots)."""
     for m in modules:
-        m.__class__ = Module
+        m.__class__ = _adopted(type(m))
     return modules  # type: ignore[return-value]
+
+
+@functools.cache
+def _adopted(cls: type) -> type:
+    """This layer's Module for an IR module of class `cls`: Module itself, or for a subclass
+    (hloscope.speed's, whose computations are made when first asked for) the two in one."""
+    if issubclass(cls, Module):
+        return cls
+    if cls is ir.Module:
+        return Module
+    return type(cls.__name__, (Module, cls), {"__slots__": (), "__module__": __name__, "__doc__": Module.__doc__})

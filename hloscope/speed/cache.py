@@ -5,7 +5,10 @@ What is kept is a module's outline as the lazy parser leaves it: the header, the
 tables, and for each computation its name, flags and where its body lies in the text. The
 text itself is read again (it has to be, to hash it), and bodies are cut into instructions
 on use exactly as after a fresh parse. Only modules whose every body is in XLA's printed
-form, with no instruction renamed, have such an outline; others are simply not cached.
+form, with no instruction renamed, have such an outline; others are simply not cached. The
+file's first line holds the modules' headers, its second their computations, which are read
+and made only when first asked for (`deferred.DeferredModule`): a command whose results are
+kept reads the first line alone.
 
 Analyses that are pure functions of a module (`memory`, `collectives`) keep their frozen
 results too, keyed by the text's hash, the module's place in the file, the analysis and its
@@ -39,10 +42,11 @@ from ..ir.module import Module
 from ..settings import cache_enabled as enabled
 from ..settings import private_dir
 from . import plain, runtime
+from .deferred import DeferredModule
 from .lazy import LazyComputation
 from .outline import computations_from_outline, computations_outline
 
-FORMAT = 3
+FORMAT = 4
 KEEP = (32, 256 << 20)
 """Most outlines kept, and their most bytes together; the least recently written go first."""
 KEEP_RESULTS = (256, 256 << 20)
@@ -83,30 +87,43 @@ def digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read(path: str) -> Any:
-    """The payload of a kept file with the current stamp; None when absent or stale; a file
-    that cannot be read as one is removed."""
+def _read(path: str, object_hook=None) -> Any:
+    """The payload of a kept file with the current stamp (its first line), its objects made
+    by `object_hook`; None when absent or stale; a file that cannot be read as one is removed."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.loads(f.read())
+            data = json.loads(f.readline(), object_hook=object_hook)
         if data.get("stamp") != _stamp():
             return None
         return data["payload"]
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         _remove(path)
         return None
 
 
-def _write(path: str, payload: Any, keep: tuple[int, int]) -> None:
-    """Write atomically (a reader never sees half a file), then trim the directory."""
+def _read_second_line(path: str) -> Any:
+    """What a kept file holds after its payload (`_write`'s `then`). Raises OSError or
+    ValueError when it cannot be read as JSON."""
+    with open(path, encoding="utf-8") as f:
+        f.readline()
+        return json.loads(f.readline())
+
+
+def _write(path: str, payload: Any, keep: tuple[int, int], then: Any = None) -> None:
+    """Write atomically (a reader never sees half a file), then trim the directory. `then`:
+    JSON written on a second line, which `_read` leaves unread."""
     directory = os.path.dirname(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             # dumps, not dump: only dumps takes the C encoder (~5× faster on large outlines).
+            # Either line is one line: dumps escapes the newlines of strings.
             f.write(json.dumps({"stamp": _stamp(), "payload": payload}, separators=(",", ":")))
+            if then is not None:
+                f.write("\n")
+                f.write(json.dumps(then, separators=(",", ":")))
         os.replace(tmp, path)
         _trim(directory, keep)
     except OSError:
@@ -120,22 +137,23 @@ def _remove(path: str) -> None:
         pass
 
 
-def lookup(text: str, filename: str, key: str | None = None):
-    """The modules of `text` from their kept outline, or None. `key`: `digest(text)`, when
-    the caller has it already."""
+def lookup(text_of: Callable[[], str], filename: str, key: str, parse: Callable[[str, str], list]):
+    """The modules of the text whose `digest` is `key` from their kept outline, or None. Their
+    computations are made when first asked for, over `text_of()` (called once, for the first);
+    should the outline no longer read back by then, `parse(text, filename)` makes them."""
     if not enabled():
         return None
     directory = private_dir("modules")
     if directory is None:
         return None
-    key = key or digest(text)
     path = os.path.join(directory, f"{key}.json")
-    outlines = _read(path)
-    if outlines is None:
+    headers = _read(path)
+    if headers is None:
         return None
+    text_of = functools.cache(text_of)
     try:
-        modules = [_module(m, text, filename) for m in outlines]
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, StopIteration):
+        modules = [_module(header, i, path, text_of, filename, parse) for i, header in enumerate(headers)]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         _remove(path)
         return None
     attach(modules, key)
@@ -167,7 +185,7 @@ BACKGROUND_MIN_CHARS = 16 << 20
 
 
 def _write_outlines(path: str, modules) -> None:
-    _write(path, [_outline(m) for m in modules], KEEP)
+    _write(path, [_header(m) for m in modules], KEEP, then=[computations_outline(m.computations) for m in modules])
 
 
 _keys: "weakref.WeakKeyDictionary[Module, str]" = weakref.WeakKeyDictionary()
@@ -199,6 +217,7 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
     frozen dataclasses the result is made of, the only ones it may be rebuilt as. The
     wrapper's `kept(module, *args)` says whether a call would find its result kept."""
     allowed = plain.allowing(types)
+    rebuild = plain.rebuilding(allowed)
 
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -207,12 +226,9 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
             if path is None:
                 return fn(module, *args, **kwargs)
             with runtime.no_cyclic_gc():  # a result is tens of thousands of small objects
-                payload = _read(path)
-                if payload is not None:
-                    try:
-                        return plain.decode(payload, allowed)
-                    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-                        _remove(path)
+                kept = _read(path, rebuild)  # a file that does not rebuild is removed
+                if kept is not None:
+                    return kept
                 result = fn(module, *args, **kwargs)
                 try:
                     encoded = plain.encode(result, allowed)
@@ -232,20 +248,30 @@ def memoized(name: str, types: tuple[type, ...]) -> Callable:
     return decorate
 
 
-def _outline(module) -> dict[str, Any]:
+def _header(module) -> dict[str, Any]:
     return {
         "name": module.name,
         "attributes": module.attributes.written(),
         "tables": {kind: {str(k): v for k, v in rows.items()} for kind, rows in module.tables.items()},
-        "computations": computations_outline(module.computations),
     }
 
 
-def _module(data: dict[str, Any], text: str, filename: str) -> Module:
-    comps = computations_from_outline(data["computations"], text)
-    entry = next(c for c in comps if c.is_entry)
-    tables = {kind: {int(k): str(v) for k, v in rows.items()} for kind, rows in data["tables"].items()}
-    module = Module(str(data["name"]), Attributes(list(data["attributes"])), comps, entry, tables)
+def _module(header: dict[str, Any], index: int, path: str, text_of: Callable[[], str], filename: str,
+            parse: Callable[[str, str], list]) -> Module:
+    tables = {kind: {int(k): str(v) for k, v in rows.items()} for kind, rows in header["tables"].items()}
+
+    def make() -> list:
+        text = text_of()
+        try:
+            computations = computations_from_outline(_read_second_line(path)[index], text)
+            if any(c.is_entry for c in computations):
+                return computations
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            pass
+        _remove(path)  # removed or damaged since its first line was read: parsed again
+        return parse(text, filename)[index].computations
+
+    module = DeferredModule.of(str(header["name"]), Attributes([str(a) for a in header["attributes"]]), tables, make)
     if filename != "<string>":
         module.source_path = filename
     return module

@@ -65,10 +65,11 @@ def content_key(data: bytes) -> str | None:
     return cache.digest_bytes(data) if cache.enabled() else None
 
 
-def kept_modules(text: str, filename: str, key: str) -> list | None:
-    """The modules of `text` from the outline the cache keeps under `key`, bodies unread
-    (as `parse_lazily` leaves them); None when it keeps none."""
-    return cache.lookup(text, filename, key)
+def kept_modules(text_of: Callable[[], str], filename: str, key: str) -> list | None:
+    """The modules of the text the cache keeps an outline of under `key`, bodies unread (as
+    `parse_lazily` leaves them), their computations made when first asked for, over
+    `text_of()`; None when it keeps none. The plain equivalent: `parse_lazily(text_of(), filename)`."""
+    return cache.lookup(text_of, filename, key, parse_lazily)
 
 
 def keep_modules(text: str, modules: list, key: str, lazy: bool) -> None:
