@@ -183,4 +183,5 @@ def _adopted(cls: type) -> type:
         return cls
     if cls is ir.Module:
         return Module
-    return type(cls.__name__, (Module, cls), {"__slots__": (), "__module__": __name__, "__doc__": Module.__doc__})
+    return type(Module.__name__, (Module, cls), {"__slots__": (), "__module__": __name__, "__doc__": Module.__doc__,
+                                                 "__qualname__": Module.__qualname__})
