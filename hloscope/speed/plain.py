@@ -52,10 +52,7 @@ def decode(x: Any, allowed: dict[str, type]) -> Any:
     if type(x) is not dict:
         return x
     if "s" in x:
-        items = x["s"]
-        if not all(v is None or type(v) in _SCALARS for v in items):
-            raise ValueError("not scalars")
-        return tuple(items)
+        return _scalars(x["s"])
     if "t" in x:
         return tuple([decode(v, allowed) if type(v) in _CONTAINERS else v for v in x["t"]])
     if "d" in x:
@@ -73,10 +70,7 @@ def rebuilding(allowed: dict[str, type]):
         if "c" in x:
             return allowed[x["c"]](*x["f"])
         if "s" in x:
-            items = x["s"]
-            if not all(v is None or type(v) in _SCALARS for v in items):
-                raise ValueError("not scalars")
-            return tuple(items)
+            return _scalars(x["s"])
         if "t" in x:
             return tuple(x["t"])
         if "d" in x:
@@ -84,3 +78,10 @@ def rebuilding(allowed: dict[str, type]):
         return x
 
     return rebuild
+
+
+def _scalars(items: list) -> tuple:
+    """A tuple `encode` wrote as scalars ({"s": [...]}); ValueError if it holds anything else."""
+    if not all(v is None or type(v) in _SCALARS for v in items):
+        raise ValueError("not scalars")
+    return tuple(items)
