@@ -353,11 +353,15 @@ def test_the_diff_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     stored = _spy(monkeypatch, cache, "lookup")
     worked_out = _spy(monkeypatch, compare, "work_out_side")
     models = _spy(monkeypatch, module_api, "build_memory_model")
+    reads = []
+    read = loading.read_bytes
+    monkeypatch.setattr(loading, "read_bytes", lambda path: reads.append(path) or read(path))
     got = _diff_cli(a, b, "--json")
     assert got.exit_code == 0, got.output
     assert got.output == expected.output
     assert jobs and jobs[0][0] is loading._read_ahead and jobs[0][1] is not None  # the read-ahead child
     assert stored[-1] is not None  # B's outline, which the child kept, was read from the cache
+    assert reads == [str(a)]  # B's file was read and hashed by the child alone
     assert worked_out == []  # called in the child only
     assert seam._as_plain not in [fn for fn, _ in jobs]  # no second child for B's side
     assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
@@ -386,6 +390,30 @@ def test_the_diff_picture_with_b_read_ahead_is_the_same(monkeypatch, tmp_path):
     assert got.output.replace(str(two), "OUT") == expected.output.replace(str(one), "OUT")  # `wrote OUT`
     assert two.read_bytes() == one.read_bytes()
     assert [m.module.name for m in models] == [hloscope.load(a).name]  # here, A's memory model only
+
+
+def test_a_file_changed_after_the_read_ahead_child_hashed_it_is_said(monkeypatch, tmp_path):
+    """Inside a read-ahead block, an input the child kept is loaded from its outline under the
+    hash the child found, without reading the file; the file is read when a computation is
+    asked for, and if it no longer hashes so, the command says the file changed."""
+    from hloscope.api import loading
+
+    path = tmp_path / "b.hlo"
+    text = (FIXTURES / "cpu_hsdp_accum1" / "module.hlo.txt").read_text()
+    path.write_text(text)
+    monkeypatch.delenv("HLOSCOPE_CACHE", raising=False)
+    monkeypatch.setenv("HLOSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("HLOSCOPE_JOBS", raising=False)
+    monkeypatch.setattr(loading, "READ_AHEAD_MIN_BYTES", 0)
+    with loading.reading_ahead([str(path)]) as ahead:
+        assert ahead.stored()
+        path.write_text(text.replace("HloModule ", "HloModule changed_", 1))
+        (module,) = loading.load_all(str(path), lazy=True)
+        assert module.name == hloscope.parse(text).name  # the kept header: the file unread
+        with pytest.raises(loading.InputError, match="changed while hloscope read it"):
+            module.computations
+    (module,) = loading.load_all(str(path), lazy=True)  # after the block: read and hashed here
+    assert module.name.startswith("changed_")
 
 
 BAD = ("HloModule m, is_scheduled=true\n\nunused (u: f32[2]) -> f32[2] {\n  u = f32[2] parameter(0)\n"

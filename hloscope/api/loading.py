@@ -188,6 +188,11 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     if path != STDIN and os.path.isdir(path):  # an XLA dump directory: its main module
         return [m for inp in resolve_inputs([path]).inputs for m in load_all(inp.path, lazy, progress)]
     name = display_name(path)
+    key = _read_ahead_keys.get(path) if lazy else None
+    if key is not None:  # the read-ahead child read and hashed this file: not read here
+        modules = speed.kept_modules(lambda: _text_as_hashed(path, key), name, key)
+        if modules is not None:
+            return adopt(modules)
     data = read_bytes(path)
     # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
     key = speed.content_key(data)
@@ -202,6 +207,15 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     if key is not None:
         speed.keep_modules(text, modules, key, lazy)
     return modules
+
+
+def _text_as_hashed(path: str, key: str) -> str:
+    """The text of `path`, which a read-ahead child found to hash to `key`; InputError if the
+    file has changed since."""
+    data = read_bytes(path)
+    if speed.content_key(data) != key:
+        raise InputError(display_name(path), "the file changed while hloscope read it; run the command again")
+    return decode_text(data, path)
 
 
 # ─── inputs: files, standard input, XLA dump directories ───────────────────────────────
@@ -352,14 +366,21 @@ class ReadAhead:
     def __init__(self, job, working_out: bool):
         self._job = job
         self._stored: bool | None = None if job is not None else False  # None: not heard yet
+        self._keys: dict[str, str] = {}
         self.working_out = job is not None and working_out
         """Whether the child goes on with `then` after the outlines."""
 
     def stored(self) -> bool:
-        """Wait until the child has kept the outlines; False when it failed (or none ran)."""
+        """Wait until the child has kept the outlines; False when it failed (or none ran).
+        Until the block ends, loading those inputs then takes the hash of each file the
+        child found, and reads the file only if a computation is asked for."""
         if self._stored is None:
-            self._stored = self._job.receive() is not None
+            keys = self._job.receive()
+            self._stored = keys is not None
             self.working_out = self.working_out and self._stored
+            if keys:
+                self._keys = keys
+                _read_ahead_keys.update(keys)
         return self._stored
 
     def worked_out(self) -> bool:
@@ -372,13 +393,15 @@ class ReadAhead:
     def stop(self) -> None:
         if self._job is not None:
             self._job.cancel()
+        for path in self._keys:
+            _read_ahead_keys.pop(path, None)
 
 
 @contextlib.contextmanager
 def reading_ahead(paths, module: str | None = None, then: Callable[[Module], object] | None = None):
     """While the block runs (reading other inputs), a forked child reads the inputs `paths`
-    name into the cache: loading those inputs then reads their outlines from the cache instead
-    of parsing them. The two texts are parsed at once, each on its own CPU (a large text's
+    name into the cache: loading those inputs then reads their outlines from the cache, under
+    the hash the child found, instead of reading, hashing and parsing them. The two texts are parsed at once, each on its own CPU (a large text's
     parse in two halves gains little over that, at a third more CPU).
 
     With `then`, when the inputs hold one module (of those `module` picks), the child goes
@@ -410,10 +433,16 @@ def reading_ahead(paths, module: str | None = None, then: Callable[[Module], obj
             ahead.stop()
 
 
+_read_ahead_keys: dict[str, str] = {}
+"""The hash of each file a `reading_ahead` child has read into the cache, while its block
+runs: what `load_all` takes instead of reading and hashing the file again."""
+
+
 def _read_ahead(send, inputs: list[Input], then: Callable[[Module], object] | None) -> None:
     # (The parent's CPU is taken meanwhile: each text here is parsed in one part.)
-    modules = [m for inp in inputs for m in load_input(inp, lazy=True)]
-    send(True)
+    loaded = [(inp, load_input(inp, lazy=True)) for inp in inputs]
+    send({inp.path: key for inp, ms in loaded for key in [speed.text_key(ms[0])] if key is not None})
+    modules = [m for _, ms in loaded for m in ms]
     if then is not None and len(modules) == 1:
         then(modules[0])
         send(True)

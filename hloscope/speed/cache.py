@@ -198,6 +198,12 @@ def attach(modules, key: str) -> None:
         _keys[m] = f"{key}-{i}"
 
 
+def text_key(module) -> str | None:
+    """The hash of the text `module` was loaded from (`attach`), or None."""
+    name = _keys.get(module)
+    return None if name is None else name.rsplit("-", 1)[0]
+
+
 # ─── analysis results ────────────────────────────────────────────────────────────────
 
 

@@ -65,6 +65,11 @@ def content_key(data: bytes) -> str | None:
     return cache.digest_bytes(data) if cache.enabled() else None
 
 
+def text_key(module) -> str | None:
+    """The `content_key` of the text `module` was loaded from, when the cache named it."""
+    return cache.text_key(module)
+
+
 def kept_modules(text_of: Callable[[], str], filename: str, key: str) -> list | None:
     """The modules of the text the cache keeps an outline of under `key`, bodies unread (as
     `parse_lazily` leaves them), their computations made when first asked for, over
