@@ -401,8 +401,9 @@ class ReadAhead:
 def reading_ahead(paths, module: str | None = None, then: Callable[[Module], object] | None = None):
     """While the block runs (reading other inputs), a forked child reads the inputs `paths`
     name into the cache: loading those inputs then reads their outlines from the cache, under
-    the hash the child found, instead of reading, hashing and parsing them. The two texts are parsed at once, each on its own CPU (a large text's
-    parse in two halves gains little over that, at a third more CPU).
+    the hash the child found, instead of reading, hashing and parsing them. The two texts are
+    parsed at once, each on its own CPU (a large text's parse in two halves gains little over
+    that, at a third more CPU).
 
     With `then`, when the inputs hold one module (of those `module` picks), the child goes
     on with `then(that module)`: work that keeps its results in the cache (a diff's side of
