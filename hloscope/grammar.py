@@ -15,8 +15,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-from importlib import resources
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import settings
@@ -28,32 +26,42 @@ GRAMMAR_NAME = "hlo.lark"
 FAST_GRAMMAR_NAME = "hlo_fast.lark"
 
 
-def _grammar_file(name: str) -> Path:
-    """A grammar file: inside the installed package, else the source tree's `grammars/`."""
-    packaged = resources.files("hloscope").joinpath("grammars", name)
-    if packaged.is_file():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parent.parent / "grammars" / name
+def _grammar_file(name: str) -> str:
+    """A grammar file: inside the installed package (where the wheel puts it), else the
+    source tree's `grammars/`. Found with `os.path` alone: importing `importlib.resources`
+    and `pathlib` would cost every command, cached or not, ~8 ms (the cache's stamp reads
+    these files)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(here, "grammars", name)
+    if os.path.isfile(packaged):
+        return packaged
+    return os.path.join(os.path.dirname(here), "grammars", name)
 
 
-def path() -> Path:
+def read(path: str) -> str:
+    """A grammar file's text."""
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def path() -> str:
     """The specification, `hlo.lark`: inside the installed package, else the source tree's."""
     return _grammar_file(GRAMMAR_NAME)
 
 
-def fast_path() -> Path:
+def fast_path() -> str:
     """The fast engine's additions, `hlo_fast.lark`, found as `path()` is."""
     return _grammar_file(FAST_GRAMMAR_NAME)
 
 
 def spec_text() -> str:
     """The specification alone."""
-    return path().read_text()
+    return read(path())
 
 
 def fast_text() -> str:
     """The specification, then the fast engine's additions (which `%extend` its rules)."""
-    return spec_text() + "\n" + fast_path().read_text()
+    return spec_text() + "\n" + read(fast_path())
 
 
 def text() -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import functools
 import gc
 import marshal
@@ -240,6 +239,8 @@ FORKING = Forking()
 def _malloc_trim():
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here: only a parse trims, and the import costs every command ~3 ms
+
     try:
         libc = ctypes.CDLL(None)
         return libc.malloc_trim  # absent on musl: AttributeError

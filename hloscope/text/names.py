@@ -109,7 +109,7 @@ def _name_facts(comp, body) -> tuple[list[str], list[str]]:
         # The regex starts with a character class (slow to scan for): look for the literal first.
         starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
                   if body.source.find("-start", body.start, body.end) >= 0 else ())
-    return names, [op[: -len("-start")] for op in starts if _SUGAR_STARTS.fullmatch(op)]
+    return names, [op[: -len("-start")] for op in starts if op in _SUGAR_STARTS]
 
 
 class NameFacts:
@@ -227,7 +227,7 @@ def may_write_sugar(text: str, start: int = 0, end: int | None = None) -> bool:
     for m in _START_CALL.finditer(text, start, end):
         before = text.rfind(" ", max(start, m.start() - 64), m.start())
         opcode = text[before + 1 : m.start()]
-        if before < 0 or not _OPCODE.fullmatch(opcode) or _SUGAR_STARTS.fullmatch(opcode + "-start"):
+        if before < 0 or not _OPCODE.fullmatch(opcode) or opcode + "-start" in _SUGAR_STARTS:
             return True
     return False
 
@@ -271,7 +271,7 @@ def _element_names(source: str, start: int, end: int) -> list[str]:
 
 # Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
 _SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
-_SUGAR_STARTS = re.compile("|".join(re.escape(op) + "-start" for op in _SUGAR_WRAPPED))
+_SUGAR_STARTS = frozenset(op + "-start" for op in _SUGAR_WRAPPED)
 _START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
 _START_CALL = re.compile(r"-start[ \t]*\(")  # led by a literal: found fast in a whole text
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
