@@ -139,6 +139,59 @@ def test_a_kept_modules_computations_are_made_when_first_asked_for(cache_home, m
     assert made == decoded == [1]
 
 
+def _reads(monkeypatch) -> list[str]:
+    from hloscope.api import loading
+
+    reads, read = [], loading.read_bytes
+    monkeypatch.setattr(loading, "read_bytes", lambda path: reads.append(path) or read(path))
+    return reads
+
+
+def test_a_file_seen_before_is_not_read_while_it_is_unchanged(cache_home, tmp_path, monkeypatch):
+    """Its key is found from its status (`cache.file_key`): a command whose results are kept
+    reads nothing. A file still being written is not noted (`SETTLED_SECONDS`)."""
+    path = tmp_path / "module.hlo.txt"
+    text = (FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt").read_bytes()
+    path.write_bytes(text)
+    fresh = hloscope.load(FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt")
+    expected, expected_outline = fresh.memory().to_dict(), _outline(fresh)
+    hloscope.load(path, lazy=True).memory()
+    assert cache.file_key(str(path)) is None  # written just now: not noted
+    monkeypatch.setattr(cache, "SETTLED_SECONDS", 0.0)
+    hloscope.load(path, lazy=True)
+    assert cache.file_key(str(path)) == cache.digest_bytes(text)
+    reads = _reads(monkeypatch)
+    kept = hloscope.load(path, lazy=True)
+    assert kept.memory().to_dict() == expected
+    assert reads == []
+    assert _outline(kept) == expected_outline
+    assert reads == [str(path)]  # read for its computations, and found to hash to the key
+
+
+def test_a_file_changed_since_is_read_again(cache_home, tmp_path, monkeypatch):
+    """Rewritten with the same size and its modification time put back: its change time,
+    which no program sets, tells; the new text's results are given, not the old ones."""
+    import os
+
+    monkeypatch.setattr(cache, "SETTLED_SECONDS", 0.0)
+    path = tmp_path / "module.hlo.txt"
+    old, new = (FIXTURES / n / "module.hlo.txt" for n in ("cpu_hsdp_accum2", "cpu_hsdp_accum1"))
+    path.write_bytes(old.read_bytes())
+    first = hloscope.load(path, lazy=True)
+    first.collectives()
+    assert cache.file_key(str(path)) == cache.digest_bytes(old.read_bytes())
+    before = os.stat(path)
+    same_size = new.read_bytes()[: before.st_size].ljust(before.st_size, b" ")
+    with open(path, "r+b") as f:
+        f.write(same_size)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    assert cache.file_key(str(path)) is None
+    reads = _reads(monkeypatch)
+    assert cache.text_key(hloscope.load_all(path, lazy=True)[0]) == cache.digest_bytes(same_size)
+    assert reads == [str(path)]
+
+
 def test_computations_the_outline_no_longer_gives_are_parsed_again(cache_home):
     """The outline's second line read back damaged (or its file gone) once the header was
     read: the module's computations come from a parse of the text instead."""

@@ -188,14 +188,21 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
     if path != STDIN and os.path.isdir(path):  # an XLA dump directory: its main module
         return [m for inp in resolve_inputs([path]).inputs for m in load_all(inp.path, lazy, progress)]
     name = display_name(path)
-    key = _read_ahead_keys.get(path) if lazy else None
-    if key is not None:  # the read-ahead child read and hashed this file: not read here
+    key = None
+    if lazy and path != STDIN:
+        # Hashed before (by the read-ahead child, or by an earlier command, the file
+        # unchanged since): not read here unless a computation is asked for.
+        key = _read_ahead_keys.get(path) or speed.known_key(path)
+    if key is not None:
         modules = speed.kept_modules(lambda: _text_as_hashed(path, key), name, key)
         if modules is not None:
             return adopt(modules)
+    state = speed.file_state(path) if path != STDIN else None
     data = read_bytes(path)
     # Hashed as bytes: encoding the decoded text again to hash it took twice as long.
     key = speed.content_key(data)
+    if key is not None:
+        speed.note_key(state, key)
     if lazy and key is not None:
         # The text is decoded only if a module's computations are asked for.
         modules = speed.kept_modules(lambda: decode_text(data, path), name, key)
@@ -210,8 +217,8 @@ def load_all(path: str | os.PathLike, lazy: bool = False, progress=None) -> list
 
 
 def _text_as_hashed(path: str, key: str) -> str:
-    """The text of `path`, which a read-ahead child found to hash to `key`; InputError if the
-    file has changed since."""
+    """The text of `path`, found before to hash to `key`; InputError if the file has changed
+    since."""
     data = read_bytes(path)
     if speed.content_key(data) != key:
         raise InputError(display_name(path), "the file changed while hloscope read it; run the command again")

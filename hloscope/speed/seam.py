@@ -65,6 +65,24 @@ def content_key(data: bytes) -> str | None:
     return cache.digest_bytes(data) if cache.enabled() else None
 
 
+def known_key(path: str) -> str | None:
+    """The `content_key` of the file at `path` as noted when it was last read
+    (`note_key`), if its status says it has not changed since: found without reading it.
+    None otherwise. The plain equivalent: `content_key` of its bytes."""
+    return cache.file_key(path)
+
+
+def file_state(path: str) -> tuple | None:
+    """The status of the file at `path` that `known_key` recognizes it by; taken before
+    reading the file, for `note_key`."""
+    return cache.file_state(path)
+
+
+def note_key(state: tuple | None, key: str) -> None:
+    """Note that the file whose `file_state` was `state` has content key `key`."""
+    cache.note_file_key(state, key)
+
+
 def text_key(module) -> str | None:
     """The `content_key` of the text `module` was loaded from, when the cache named it."""
     return cache.text_key(module)
