@@ -612,7 +612,7 @@ def _unread_computations():
 def test_attribute_lookups_agree_with_the_whole_split():
     """Attributes are cut off an instruction's tail only as far as a lookup needs. Whatever
     the lookups before, every answer (kept or not: `uncached`) and the final mapping equal
-    those of cutting it whole."""
+    those of cutting it whole, and `keys_written` names every computation attribute there."""
     from hloscope.ir.attributes import COMPUTATION_ATTRIBUTES, Attributes
 
     from .conftest import fixture_dirs
@@ -635,6 +635,10 @@ def test_attribute_lookups_agree_with_the_whole_split():
                         assert attrs.get(name) == whole.get(name), (inst.name, name)
                         assert attrs.uncached(name) == whole.get(name), (inst.name, name)
                         assert (name in attrs) == (name in whole)
+                        # Every computation attribute present is among those written.
+                        written = attrs.keys_written(COMPUTATION_ATTRIBUTES)
+                        assert {n for n in COMPUTATION_ATTRIBUTES if n in whole} <= set(written), inst.name
+                        assert list(written) == [n for n in COMPUTATION_ATTRIBUTES if n in written]
                         partial += bool(attrs.tail)
                     assert dict(attrs) == whole and list(attrs) == list(whole)
     assert partial  # some lookups were answered before the whole tail was cut

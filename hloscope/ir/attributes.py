@@ -399,19 +399,20 @@ class Attributes(Mapping[str, str]):
             return self._cut_until(None)
         return self._raw
 
-    def may_hold(self, names: tuple[str, ...]) -> bool:
-        """False only when there is certainly no attribute of one of `names`, found without
-        cutting (the text is searched for `name=` once for all of them)."""
+    def keys_written(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Those of `names` the attributes may hold, in the order of `names`: each whose
+        `name=` the text writes (one search for all of them, no cutting), or that was cut
+        already. Any attribute of one of `names` is among them."""
         raw = self._raw
-        if raw is not None and any(name in raw for name in names):
-            return True
+        found = {name for name in names if name in raw} if raw is not None else set()
         tail = self.tail
         if tail:
-            return _any_key(names).search(tail) is not None
-        if raw is not None:
-            return False  # all cut
-        search = _any_key(names).search
-        return any(search(token) is not None for token in self._tokens)
+            found.update(key[:-1] for key in _any_key(names).findall(tail))
+        elif raw is None:
+            findall = _any_key(names).findall
+            for token in self._tokens:
+                found.update(key[:-1] for key in findall(token))
+        return tuple(name for name in names if name in found) if found else ()
 
     def _surely_absent(self, name: object) -> bool:
         """An uncut tail that does not hold `name=` holds no such attribute: most lookups

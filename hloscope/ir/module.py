@@ -105,11 +105,10 @@ class Instruction:
         # Looked up only where the text may hold one of the keys (one search for all), and
         # what is cut to find them is not kept: the names are, here, once per instruction.
         names: tuple[str, ...] = ()
-        if attrs.may_hold(COMPUTATION_ATTRIBUTES):
-            for key in COMPUTATION_ATTRIBUTES:
-                text = attrs.uncached(key)  # a key the text does not hold: a substring test
-                if text is not None:
-                    names += decode_names(text)
+        for key in attrs.keys_written(COMPUTATION_ATTRIBUTES):
+            text = attrs.uncached(key)
+            if text is not None:
+                names += decode_names(text)
         self._called = names
         return names
 

@@ -12,6 +12,7 @@ the first time a question needs it, or in a forked job while an analysis runs
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 from ..errors import HloSyntaxError
@@ -100,10 +101,7 @@ class LazyComputation(Computation):
             if present is None:
                 present = self._opcodes = frozenset([i.opcode for i in self._instructions])
             return not present.isdisjoint(opcodes)
-        literals = tuple(blank + op for op in opcodes for blank in (" ", "\t"))
-        if "get-tuple-element" in opcodes:
-            literals += ("#",)  # an operand `t#0` is one, not spelled (the newest XLA's dumps)
-        return self.mentions(literals)
+        return self.mentions(_spelled(opcodes))
 
     def unread_body(self) -> BodyText | None:
         """The body's text, while it is unread and the module's bodies read without an error:
@@ -111,6 +109,14 @@ class LazyComputation(Computation):
         if self._instructions is not None or self.body is None or not _sound(self):
             return None
         return self.body
+
+
+@functools.lru_cache(maxsize=64)
+def _spelled(opcodes: tuple[str, ...]) -> tuple[str, ...]:
+    """What an unread body holding an instruction of one of `opcodes` writes: the opcode
+    after a blank, or for get-tuple-element an operand `t#0` (the newest XLA's dumps)."""
+    literals = tuple(blank + op for op in opcodes for blank in (" ", "\t"))
+    return literals + ("#",) if "get-tuple-element" in opcodes else literals
 
 
 def holds_any(comp: Computation, opcodes: tuple[str, ...]) -> bool:
