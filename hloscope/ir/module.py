@@ -115,15 +115,14 @@ class Instruction:
     @property
     def called_computations(self) -> list["Computation"]:
         """The computations this instruction calls (to_apply, calls, body, condition, branches)."""
-        module = self.computation.module if self.computation is not None else None
-        if module is None:
+        computation = self.computation
+        module = computation.module if computation is not None else None
+        names = self._called
+        if names is None:
+            names = self.called_computation_names
+        if module is None or not names:
             return []
-        out = []
-        for name in self.called_computation_names:
-            comp = module.callee(name)
-            if comp is not None:
-                out.append(comp)
-        return out
+        return [c for c in map(module.callee, names) if c is not None]
 
     @property
     def known_trip_count(self) -> int | None:
