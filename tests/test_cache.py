@@ -152,9 +152,9 @@ def test_a_file_seen_before_is_not_read_while_it_is_unchanged(cache_home, tmp_pa
     reads nothing. A file still being written is not noted (`SETTLED_SECONDS`)."""
     path = tmp_path / "module.hlo.txt"
     text = (FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt").read_bytes()
-    path.write_bytes(text)
     fresh = hloscope.load(FIXTURES / "gpu_hsdp_accum2" / "module.hlo.txt")
     expected, expected_outline = fresh.memory().to_dict(), _outline(fresh)
+    path.write_bytes(text)  # then read at once: within SETTLED_SECONDS of being written
     hloscope.load(path, lazy=True).memory()
     assert cache.file_key(str(path)) is None  # written just now: not noted
     monkeypatch.setattr(cache, "SETTLED_SECONDS", 0.0)
@@ -181,7 +181,8 @@ def test_a_file_changed_since_is_read_again(cache_home, tmp_path, monkeypatch):
     first.collectives()
     assert cache.file_key(str(path)) == cache.digest_bytes(old.read_bytes())
     before = os.stat(path)
-    same_size = new.read_bytes()[: before.st_size].ljust(before.st_size, b" ")
+    assert len(new.read_bytes()) < before.st_size  # so the new text, padded with blanks, is a module
+    same_size = new.read_bytes().ljust(before.st_size, b" ")
     with open(path, "r+b") as f:
         f.write(same_size)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
