@@ -17,7 +17,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from . import settings
+from . import patterns, settings
 
 if TYPE_CHECKING:
     import lark
@@ -98,4 +98,4 @@ def terminal_regex(name: str) -> str:
 @functools.lru_cache(maxsize=1)
 def attribute_pattern() -> re.Pattern[str]:
     """The ATTRIBUTE terminal (`, name=value`), for cutting an attribute tail."""
-    return re.compile(terminal_regex("ATTRIBUTE"))
+    return patterns.compiled(terminal_regex("ATTRIBUTE"))

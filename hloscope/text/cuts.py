@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .. import grammar
+from .. import grammar, patterns
 
 
 class Cuts:
@@ -22,15 +22,15 @@ class Cuts:
         # or literal.
         parts = (r"(ROOT[ \t]+)?(" + name + r")[ \t]*=[ \t]*(" + self.group.pattern + "|" + array
                  + r")[ \t]+(" + terminal("OPCODE")[:-2] + r")(" + self.group.pattern + ")")
-        self.parts = re.compile(parts)
+        self.parts = patterns.compiled(parts)
         # An instruction as a body holds it, from its line's start: the parts, then its
         # attributes (group 6) as the grammar's ATTRIBUTE terminal reads them, however many
         # lines they take, then the end of its line. Possessive: the attributes are the ones
         # the INSTRUCTION terminal takes first (`BodyText` says why that is its cut).
-        self.instruction_line = re.compile(
+        self.instruction_line = patterns.compiled(
             r"[ \t]*" + parts + r"((?:" + terminal("ATTRIBUTE") + r")*+)[ \t]*\r?\n")
         # The grammar's INSTRUCTION terminal: how a body is cut where the line above is not.
-        self.instruction = re.compile(terminal("INSTRUCTION"))
+        self.instruction = patterns.compiled(terminal("INSTRUCTION"))
         # In an operand list with its layouts removed, a name directly before `,` or the end
         # is an operand: inside shapes only `]`, `}` and `)` come before a comma. A name may
         # go on with `#i#j...` (a tuple element: the reference keeps them); in a body

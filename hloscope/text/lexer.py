@@ -19,7 +19,11 @@ lark-cython's); `_build_scanner` repeats Lark 1.3's, which pyproject.toml requir
 
 from __future__ import annotations
 
+import re
+
 from lark.lexer import BasicLexer, CallChain, ContextualLexer, Scanner, _create_unless
+
+from .. import patterns
 
 LONG_PATTERN = 1000
 """Terminals with an expression this long or longer are compiled alone."""
@@ -40,7 +44,11 @@ class _SharingScanner(Scanner):
                 run = []
             if self.use_bytes:
                 pattern = pattern.encode("latin-1")
-            parts.append((self.re_.compile(pattern, self.g_regex_flags), t.name))
+            if self.re_ is re and isinstance(pattern, str):
+                mre = patterns.compiled(pattern, self.g_regex_flags)  # kept from an earlier process
+            else:
+                mre = self.re_.compile(pattern, self.g_regex_flags)
+            parts.append((mre, t.name))
         if run:
             parts += self._alternation(run, max_size)
         return parts

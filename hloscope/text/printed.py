@@ -11,6 +11,7 @@ import re
 import lark
 from lark import Token
 
+from .. import patterns
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
 from ..ir.module import Computation
@@ -52,10 +53,10 @@ class _Patterns:
             return parser.get_terminal(name).pattern.to_regexp()
 
         # `[ENTRY] COMPUTATION`, then the whitespace after it (the grammar ignores `\s+`).
-        self.computation = re.compile(r"(ENTRY\s+)?(" + terminal("COMPUTATION") + r")\s*")
+        self.computation = patterns.compiled(r"(ENTRY\s+)?(" + terminal("COMPUTATION") + r")\s*")
         # The same up to its body: `[ENTRY] NAME SIGNATURE`, then a body's opening brace
         # (COMPUTATION is `NAME [ \t]+ SIGNATURE [ \t]* BODY`).
-        self.head = re.compile(r"(ENTRY\s+)?(" + terminal("NAME") + r"[ \t]+" + terminal("SIGNATURE")
+        self.head = patterns.compiled(r"(ENTRY\s+)?(" + terminal("NAME") + r"[ \t]+" + terminal("SIGNATURE")
                                + r"[ \t]*)(?=\{[ \t]*\r?\n)")
 
 
