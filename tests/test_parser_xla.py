@@ -81,6 +81,34 @@ def test_corpus_matches_xla(xla_corpus_readings):
     assert not differences, "\n".join(f"{p}: {d}" for p, d in list(differences.items())[:20])
 
 
+# A computation attribute as XLA prints it: one name, or a list of names in braces.
+_PRINTED_CALLS = re.compile(r"[ ,](?:to_apply|calls|body|condition|true_computation|false_computation|"
+                            r"branch_computations|called_computations|select|scatter)=(\{[^}]*\}|%?[\w.\-]+)")
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("path", fixture_dirs(), ids=fixture_ids())
+def test_each_instruction_calls_the_computations_xla_prints(path):
+    """Every instruction's callees, as hloscope reads them (a body that writes no computation
+    attribute has its instructions' known at once), are those XLA prints for it."""
+    needs_xla()
+    from jax._src.lib import xla_client as xc
+
+    text = (path / "module.hlo.txt").read_text()
+    module = hloscope.parse(text)
+    names = {c.name for c in module.computations}
+    theirs = {}
+    for comp in xc.hlo.hlo_module_from_text(text).computations():
+        for inst in comp.instructions():
+            printed = inst.to_string().split(", metadata={", 1)[0]  # op_name strings aside
+            called = [n.strip().lstrip("%") for value in _PRINTED_CALLS.findall(printed)
+                      for n in value.strip("{}").split(",") if n.strip()]
+            theirs[(comp.name, inst.name)] = sorted(n for n in called if n in names)
+    ours = {(c.name, i.name): sorted(i.called_computation_names) for c in module.computations for i in c.instructions}
+    assert sum(map(bool, ours.values())) > 10
+    assert {k: v for k, v in ours.items() if v != theirs.get(k)} == {}
+
+
 # XLA messages that mean malformed syntax, as opposed to a semantic check, an attribute or
 # opcode XLA does not know (hloscope keeps those), or a literal's value out of range.
 _SYNTAX_MESSAGES = re.compile(

@@ -317,6 +317,12 @@ def _any_key(names: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("(?:" + "|".join(re.escape(n) for n in names) + ")=")
 
 
+def writes_any_key(text: str, names: tuple[str, ...], start: int = 0, end: int | None = None) -> bool:
+    """False only when `text[start:end]` writes `name=` for none of `names`: then no attribute
+    list in it holds one of them (`Attributes.keys_written` looks for the same)."""
+    return _any_key(names).search(text, start, len(text) if end is None else end) is not None
+
+
 @functools.lru_cache(maxsize=1)
 def _attribute_search():
     """`search` of the grammar's ATTRIBUTE terminal (cached: a lookup is a few microseconds)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..errors import HloSyntaxError
-from ..ir.attributes import Attributes
+from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, writes_any_key
 from ..ir.module import Instruction
 from ..ir.shape import ShapeError, parse_shape
 from .checks import check_literal, check_result
@@ -107,11 +107,13 @@ class BodyText:
     def instructions(self) -> list[Instruction]:
         """The body's instructions, unlinked. Never a body with an inline callee: the parse
         reads those itself (`Builder`), from `instruction_texts`."""
-        # A body without a `#` writes no tuple element `t#i` (one search of the body, not one per line).
-        if self.source.find("#", self.start, self.end) < 0:
-            plain = cuts().operand_names.findall
-            return self._cut(lambda m, tail, line, column: instruction_of(m, tail, line, column, plain))
-        return self._cut(instruction_of)
+        # A body without a `#` writes no tuple element `t#i`, and one that writes no
+        # computation attribute calls nothing (one search of the body each, not one per line).
+        names = cuts().operand_names.findall if self.source.find("#", self.start, self.end) < 0 else None
+        called = None if writes_any_key(self.source, COMPUTATION_ATTRIBUTES, self.start, self.end) else ()
+        if names is None and called is None:
+            return self._cut(instruction_of)
+        return self._cut(lambda m, tail, line, column: instruction_of(m, tail, line, column, names, called))
 
     def instruction_texts(self) -> list[tuple[str, int, int]]:
         """(text, line, column) of each instruction, in order: what an INSTRUCTION token holds."""
@@ -217,11 +219,12 @@ def split_instruction(text: str, line: int, column: int) -> Instruction:
     return instruction_of(m, text[m.end():], line, column)
 
 
-def instruction_of(m: re.Match[str], tail: str, line: int, column: int, names=None) -> Instruction:
+def instruction_of(m: re.Match[str], tail: str, line: int, column: int, names=None,
+                   called: tuple[str, ...] | None = None) -> Instruction:
     """An Instruction from a match of `Cuts.parts` (or `Cuts.instruction_line`) at
     line:column, with `tail`, its attribute text. `names`: how to find the operand
     references in the operand list (`operand_names`; a faster one where no operand can be
-    a tuple element)."""
+    a tuple element). `called`: the computations it calls, when known (else found on use)."""
     root, name, shape_text, opcode, group = m.group(1, 2, 3, 4, 5)
     try:
         shape = parse_shape(shape_text)
@@ -246,7 +249,7 @@ def instruction_of(m: re.Match[str], tail: str, line: int, column: int, names=No
         if "{" in inner:
             inner = LAYOUTS.sub("", inner)  # layouts hold digits and commas of their own
         operands = (names or operand_names)(inner)
-    inst = Instruction(name.lstrip("%"), opcode, shape, operands, Attributes((), tail), line)
+    inst = Instruction(name.lstrip("%"), opcode, shape, operands, Attributes((), tail), line, called)
     inst.is_root = root is not None
     inst.literal = literal
     inst.parameter_number = parameter_number
