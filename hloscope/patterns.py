@@ -16,6 +16,7 @@ load, a program `_sre` rejects) falls back to `re.compile`.
 from __future__ import annotations
 
 import marshal
+from array import array
 import os
 import re
 import sys
@@ -29,6 +30,8 @@ try:
 except ImportError:  # a Python without CPython's regular-expression engine
     _sre = None
 
+_CODE = next((t for t in "ILQ" if _sre is not None and array(t).itemsize == _sre.CODESIZE), None)
+"""The array type of `_sre`'s code words."""
 _made: dict[tuple[str, int], re.Pattern[str]] = {}
 """Patterns made in this process, by (expression, flags)."""
 _kept: dict[tuple[str, int], tuple] | None = None
@@ -47,16 +50,16 @@ def compiled(expression: str, flags: int = 0) -> re.Pattern[str]:
 def _from_program(expression: str, flags: int) -> re.Pattern[str]:
     kept = _programs()
     program = kept.get((expression, flags))
-    if program is not None and _sre is not None:
+    if program is not None:
         try:
-            return _sre.compile(expression, *program)
+            return _made_from(expression, program)
         except Exception:  # a program this engine rejects: compiled again below
             pass
     pattern = re.compile(expression, flags)
     program = _program(expression, flags)
     if program is not None and _cache_file() is not None:
         try:
-            same = _sre.compile(expression, *program) == pattern
+            same = _made_from(expression, program) == pattern
         except Exception:
             same = False
         if same:
@@ -65,14 +68,20 @@ def _from_program(expression: str, flags: int) -> re.Pattern[str]:
     return pattern
 
 
+def _made_from(expression: str, program: tuple) -> re.Pattern[str]:
+    flags, code, groups, names, by_index = program
+    return _sre.compile(expression, flags, array(_CODE, code).tolist(), groups, names, by_index)
+
+
 def _program(expression: str, flags: int) -> tuple | None:
     """What `re._compiler.compile` hands `_sre.compile` after the expression: its flags, the
-    program, the number of groups less one and the group names both ways."""
-    if _sre is None:
+    program (as bytes: a list of ints would hold ~1.5 MB for the grammar's), the number of
+    groups less one and the group names both ways."""
+    if _sre is None or _CODE is None:
         return None
     try:
         parsed = _parser.parse(expression, flags)
-        code = [int(op) for op in _compiler._code(parsed, flags)]  # its opcodes are int subclasses
+        code = array(_CODE, _compiler._code(parsed, flags)).tobytes()
         names = dict(parsed.state.groupdict)
         by_index: list[str | None] = [None] * parsed.state.groups
         for name, index in names.items():
@@ -83,7 +92,7 @@ def _program(expression: str, flags: int) -> tuple | None:
 
 
 def _cache_file() -> str | None:
-    if _sre is None:
+    if _sre is None or _CODE is None:
         return None
     directory = settings.private_dir()
     if directory is None:
