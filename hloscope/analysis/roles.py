@@ -128,7 +128,7 @@ class Roles:
         self._loop_sources, self._flows_into, self._loop_group = _loop_links(model)
         self._forward_steps = sorted(  # the steps where the forward pass computes something
             t for inst, t in model.live.schedule.time.items()
-            if side_of(inst.op_name) == FORWARD and not recomputes(inst) and inst.info.value_rule == "define"
+            if inst.info.value_rule == "define" and side_of(inst.op_name) == FORWARD and not recomputes(inst)
             and not self._ops.moves(inst))
         self._busy: set[Value] = set()
         self._sides: dict[Value, str | None] = {}
