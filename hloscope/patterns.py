@@ -16,10 +16,10 @@ load, a program `_sre` rejects) falls back to `re.compile`.
 from __future__ import annotations
 
 import marshal
-from array import array
 import os
 import re
 import sys
+from array import array
 from typing import Any
 
 from . import settings
