@@ -76,6 +76,11 @@ def best_fit(groups: list[Group], alignment: int,
     union for a candidate is that of O(log T) such lists, not of every chunk it meets. Only
     the order of interval ends matters for overlap, so time is compressed to their ranks.
 
+    The `cover` lists on a leaf's path near the root hold the long-lived groups, which most
+    candidates meet. For each node at the middle depth, the union of its and its ancestors'
+    `cover` lists is kept merged (`_union`), and dropped when one of those lists grows: a
+    candidate takes that one list for the upper half of its path.
+
     Offsets are counted in units of `alignment` inside: every placed range starts and ends
     on a multiple of it (a group goes at 0 or at an aligned end), so a gap fits a group
     exactly when it holds its aligned size. The numbers stay small: Python sorts and
@@ -86,13 +91,19 @@ def best_fit(groups: list[Group], alignment: int,
     merged = [merge_intervals(g.intervals) for g in groups]
     points = sorted({p for ivs in merged for iv in ivs for p in iv})
     rank = {p: i for i, p in enumerate(points)}
-    leaves = 1
+    leaves, depth = 1, 0
     while leaves < len(points) + 1:
         leaves *= 2
+        depth += 1
     # Per node: None, or the flat list of its disjoint ranges in offset order. Both trees
     # live in one list, `starts` after `cover`, so that one loop fills both.
     trees: list[list[int] | None] = [None] * (4 * leaves)
     starts_at = 2 * leaves
+    # The middle depth's nodes are [middle, 2 * middle); a leaf's is `leaf >> below`.
+    # `upper[node]`: the merged union of the `cover` lists from it to the root, or None.
+    below = depth - depth // 2
+    middle = 1 << (depth // 2)
+    upper: list[list[int] | None] = [None] * (2 * middle)
     heap_size = 0
     for g, ivs in zip(groups, merged):
         size = -(-g.size // alignment)  # in units of the alignment (see the docstring)
@@ -101,12 +112,17 @@ def best_fit(groups: list[Group], alignment: int,
         lists = []
         add = lists.append
         for a, b in ivs:
-            node = a
-            while node:
+            node, top = a, a >> below
+            while node > top:
                 found = trees[node]
                 if found:
                     add(found)
                 node >>= 1
+            found = upper[top]
+            if found is None:
+                found = upper[top] = _union([trees[n] for n in _path(top) if trees[n]])
+            if found:
+                add(found)
             lo, hi = a + 1, b + 1
             while lo < hi:
                 if lo & 1:
@@ -175,6 +191,10 @@ def best_fit(groups: list[Group], alignment: int,
                 put(node + starts_at)
                 node >>= 1
         for k in targets:
+            if k < 2 * middle:  # at or above the middle depth: the unions below it are stale
+                shift = middle.bit_length() - k.bit_length()
+                first = k << shift
+                upper[first : first + (1 << shift)] = [None] * (1 << shift)
             node_ranges = trees[k]
             if node_ranges is None:
                 trees[k] = [x, y]
@@ -197,3 +217,30 @@ def best_fit(groups: list[Group], alignment: int,
                 return None
     return heap_size, offsets
 
+
+def _path(node: int):
+    """`node` and its ancestors, up to the root (1)."""
+    while node:
+        yield node
+        node >>= 1
+
+
+def _union(lists: list[list[int]]) -> list[int]:
+    """The union of flat range lists (as `best_fit` keeps them), merged the same way: ranges
+    that overlap or touch become one. With the starts S and the ends E each sorted, the
+    union's ranges break exactly where E[i] < S[i + 1] (as `best_fit` finds holes)."""
+    flat: list[int] = []
+    for ranges in lists:
+        flat += ranges
+    if not flat:
+        return flat
+    S, E = flat[0::2], flat[1::2]
+    S.sort()
+    E.sort()
+    holes = list(compress(range(len(E) - 1), map(lt, E, islice(S, 1, None))))
+    out = [0] * (2 * len(holes) + 2)
+    out[0], out[-1] = S[0], E[-1]
+    if holes:
+        out[1:-1:2] = [E[i] for i in holes]
+        out[2:-1:2] = [S[i + 1] for i in holes]
+    return out
