@@ -644,6 +644,57 @@ def test_attribute_lookups_agree_with_the_whole_split():
     assert partial  # some lookups were answered before the whole tail was cut
 
 
+@pytest.mark.parametrize("tail, expected", [
+    (", kind=kLoop, calls=%fused.1, metadata={op_name=\"a\"}", ("fused.1",)),
+    (", to_apply=%add, dimensions={0}", ("add",)),
+    (", to_apply=\n  %add", ("add",)),
+    (", calls=add:", ("add",)),
+    (", kind=kLoop", ()),
+    ("", ()),
+    # Not told from the text alone: the caller cuts the attributes apart.
+    (", metadata={op_name=\"x, calls=%y\"}, calls=%f", None),  # a quote before: a comma may be inside
+    (", backend_config=\"\", calls=%f", None),
+    (", condition=%c, body=%b", None),  # two computation attributes
+    (", calls={%a, %b}", None),
+    (", calls=%f{x}", None),  # the value goes on past its plain piece
+    (", calls=%f 1", None),
+    (", dimensions={0}, to_apply=%add", None),  # a bracket before it
+])
+def test_callees_written_are_told_from_the_tail_or_not_at_all(tail, expected):
+    from hloscope.ir.attributes import callees_written
+
+    assert callees_written(tail) == expected
+
+
+def test_callees_written_are_those_cutting_the_tail_finds():
+    """`callees_written` answers without cutting a tail apart, or says it cannot: where it
+    answers, on every instruction of the fixtures and the corpus, the answer is the one of
+    cutting the tail with the grammar's ATTRIBUTE terminal."""
+    from hloscope.ir.attributes import Attributes, callees_written
+    from hloscope.ir.module import Instruction
+    from hloscope.ir.shape import UNKNOWN
+
+    from .conftest import corpus_texts_or_none, fixture_texts
+
+    told = cut = 0
+    for text in fixture_texts() + corpus_texts_or_none():
+        try:
+            modules = hloscope.parse_all(text)
+        except hloscope.HloSyntaxError:
+            continue
+        for inst in (i for m in modules for c in m.computations for i in c.instructions):
+            tail = inst.attributes.tail
+            if not tail:
+                continue
+            quick = callees_written(tail)
+            if quick is None:
+                cut += 1
+                continue
+            told += bool(quick)
+            assert quick == Instruction("x", inst.opcode, UNKNOWN, [], Attributes((), tail)).called_computation_names
+    assert told > 1000 and cut > 0
+
+
 def test_a_peeked_instruction_is_the_one_a_read_gives():
     """An unread body's text (`LazyComputation.unread_body()`) cuts single instructions
     from their lines (`BodyText.instruction_named`).

@@ -330,6 +330,30 @@ def writes_any_key(text: str, names: tuple[str, ...], start: int = 0, end: int |
     return _any_attribute(names).search(text, start, len(text) if end is None else end) is not None
 
 
+def callees_written(tail: str) -> tuple[str, ...] | None:
+    """The computations an instruction's attribute tail (a run of the grammar's ATTRIBUTE
+    tokens) names, found without cutting it apart where that is exact; None where it is not
+    (the caller cuts: `Instruction.called_computation_names`).
+
+    Exact when the tail writes one `, name=` of `COMPUTATION_ATTRIBUTES` (every attribute
+    starts so), nothing before it holds a quote or bracket (a comma there can only start an
+    attribute, so this one does), and its value is one plain piece up to a comma or the end
+    (so the grammar's ATTR_VALUE is that piece): a fusion's `kind=kLoop, calls=%f, ...`."""
+    search = _any_attribute(COMPUTATION_ATTRIBUTES).search
+    key = search(tail)
+    if key is None:
+        return ()
+    if search(tail, key.end()) is not None or _QUOTE_OR_BRACKET.search(tail, 0, key.start()) is not None:
+        return None
+    value = _PLAIN_VALUE_TO_COMMA.match(tail, key.end())
+    return decode_names(value.group(1)) if value is not None else None
+
+
+_QUOTE_OR_BRACKET = re.compile(r"[\"'{}\[\]()]")
+_PLAIN_VALUE_TO_COMMA = re.compile(r"\s*([^\s,{}\[\]()\"']++)(?=,|\Z)")
+"""An attribute value that is one plain piece (the grammar's _VALUE_PLAIN), then `,` or the end."""
+
+
 @functools.lru_cache(maxsize=1)
 def _attribute_search():
     """`search` of the grammar's ATTRIBUTE terminal (cached: a lookup is a few microseconds)."""
