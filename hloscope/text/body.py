@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..errors import HloSyntaxError
-from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, callees_written, writes_any_key
+from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, writes_any_key
 from ..ir.module import Instruction
 from ..ir.shape import ShapeError, parse_shape
 from .checks import check_literal, check_result
@@ -108,13 +108,12 @@ class BodyText:
         """The body's instructions, unlinked. Never a body with an inline callee: the parse
         reads those itself (`Builder`), from `instruction_texts`."""
         # A body without a `#` writes no tuple element `t#i`, and one that writes no
-        # computation attribute calls nothing (one search of the body each, not one per line);
-        # in one that does, most instructions' callees are told from their tails at once.
+        # computation attribute calls nothing (one search of the body each, not one per line).
         names = cuts().operand_names.findall if self.source.find("#", self.start, self.end) < 0 else None
-        if writes_any_key(self.source, COMPUTATION_ATTRIBUTES, self.start, self.end):
-            return self._cut(lambda m, tail, line, column:
-                             instruction_of(m, tail, line, column, names, callees_written(tail)))
-        return self._cut(lambda m, tail, line, column: instruction_of(m, tail, line, column, names, ()))
+        called = None if writes_any_key(self.source, COMPUTATION_ATTRIBUTES, self.start, self.end) else ()
+        if names is None and called is None:
+            return self._cut(instruction_of)
+        return self._cut(lambda m, tail, line, column: instruction_of(m, tail, line, column, names, called))
 
     def instruction_texts(self) -> list[tuple[str, int, int]]:
         """(text, line, column) of each instruction, in order: what an INSTRUCTION token holds."""
