@@ -158,7 +158,7 @@ class BodyText:
         knows its users); raises the HloSyntaxError a full parse would report of it."""
         try:
             instructions = self.instructions()
-            root = link(instructions, computation.name, computation.line, users)
+            root = link(instructions, computation.name, computation.line, users, self.mentions(_CONTROLS))
             check_result(computation.signature, root, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module
@@ -204,6 +204,7 @@ class BodyText:
         return None
 
 
+_CONTROLS = ("control-predecessors",)
 _BLANKS = re.compile(r"[ \t]*")
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 _ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")

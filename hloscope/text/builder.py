@@ -418,14 +418,15 @@ def computation_read_now(name_token, signature, body: BodyText, is_entry: bool,
     """The computation of a printed body with no computation written inline in it, read and
     checked at once: what the parser's `computation` rule makes of a COMPUTATION token."""
     return _finish_computation(name_token, body.instructions(), is_entry,
-                               Attributes([]) if attrs is None else attrs, signature)
+                               Attributes([]) if attrs is None else attrs, signature,
+                               body.mentions(("control-predecessors",)))
 
 
-def _finish_computation(name_token, instructions, is_entry, attrs, signature) -> Computation:
+def _finish_computation(name_token, instructions, is_entry, attrs, signature, controls: bool = True) -> Computation:
     name = str(name_token).lstrip("%")
     if not instructions:
         raise error_at(name_token, f"computation '{name}' has no instructions")
-    root = link(instructions, name, name_token.line)
+    root = link(instructions, name, name_token.line, controls=controls)
     check_result(signature, root, name, name_token.line)
     comp = Computation(name, instructions, is_entry, root, attrs, name_token.line, signature)
     for inst in instructions:

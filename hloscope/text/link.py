@@ -19,12 +19,13 @@ ELEMENT_MARK = "#"
 `t#i` is written before them (no opcode is spelled so); `link` makes the get-tuple-element
 it stands for there."""
 
-def link(instructions, name: str, line: int, users: bool = True) -> Instruction:
+def link(instructions, name: str, line: int, users: bool = True, controls: bool = True) -> Instruction:
     """Resolve operand names within one computation, fill users (unless `users` is False: a
     check that keeps nothing), find the root; and check what XLA's parser checks of a
     computation and of each instruction (hloscope.text.instruction_checks). As in XLA,
     every operand and control predecessor is defined before its use, which also rules out
-    cycles."""
+    cycles. `controls` False: no instruction writes control-predecessors (the body's text
+    says so once, where each instruction's attributes would be asked)."""
     if not instructions:
         raise HloSyntaxError(f"computation '{name}' has no instructions", line, 1)
     by_name: dict[str, Instruction] = {}
@@ -53,7 +54,7 @@ def link(instructions, name: str, line: int, users: bool = True) -> Instruction:
                 for o in resolved:
                     o.users.append(inst)
         attributes = inst.attributes
-        if attributes.mentions("control-predecessors"):
+        if controls and attributes.mentions("control-predecessors"):
             control = attributes.get("control-predecessors")
             if control is not None:
                 check_control_predecessors(inst, control, by_name, instructions)
