@@ -158,7 +158,7 @@ class BodyText:
         knows its users); raises the HloSyntaxError a full parse would report of it."""
         try:
             instructions = self.instructions()
-            root = link(instructions, computation.name, computation.line, users, self.mentions(_CONTROLS))
+            root = link(instructions, computation.name, computation.line, users, self.may_write_controls())
             check_result(computation.signature, root, computation.name, computation.line)
         except HloSyntaxError as e:
             module = computation.module
@@ -179,6 +179,11 @@ class BodyText:
         """Whether one of `literals` occurs in the body's text."""
         find, start, end = self.source.find, self.start, self.end
         return any(find(literal, start, end) >= 0 for literal in literals)
+
+    def may_write_controls(self) -> bool:
+        """False only when no instruction of the body writes control-predecessors (`link`
+        then asks none of them)."""
+        return self.source.find("control-predecessors", self.start, self.end) >= 0
 
     def root_name(self) -> str | None:
         """The name the body's one ROOT line defines; None without one, or with two (a read
@@ -204,7 +209,6 @@ class BodyText:
         return None
 
 
-_CONTROLS = ("control-predecessors",)
 _BLANKS = re.compile(r"[ \t]*")
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 _ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")

@@ -418,11 +418,11 @@ def computation_read_now(name_token, signature, body: BodyText, is_entry: bool,
     """The computation of a printed body with no computation written inline in it, read and
     checked at once: what the parser's `computation` rule makes of a COMPUTATION token."""
     return _finish_computation(name_token, body.instructions(), is_entry,
-                               Attributes([]) if attrs is None else attrs, signature,
-                               body.mentions(("control-predecessors",)))
+                               Attributes([]) if attrs is None else attrs, signature, body.may_write_controls())
 
 
-def _finish_computation(name_token, instructions, is_entry, attrs, signature, controls: bool = True) -> Computation:
+def _finish_computation(name_token, instructions, is_entry, attrs, signature,
+                        controls: bool = True) -> Computation:
     name = str(name_token).lstrip("%")
     if not instructions:
         raise error_at(name_token, f"computation '{name}' has no instructions")
