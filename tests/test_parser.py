@@ -660,17 +660,17 @@ def test_attribute_lookups_agree_with_the_whole_split():
     (", calls=%f 1", None),
     (", dimensions={0}, to_apply=%add", None),  # a bracket before it
 ])
-def test_callees_written_are_told_from_the_tail_or_not_at_all(tail, expected):
-    from hloscope.ir.attributes import callees_written
+def test_callees_in_tail_are_told_from_it_or_not_at_all(tail, expected):
+    from hloscope.ir.attributes import callees_in_tail
 
-    assert callees_written(tail) == expected
+    assert callees_in_tail(tail) == expected
 
 
-def test_callees_written_are_those_cutting_the_tail_finds():
-    """`callees_written` answers without cutting a tail apart, or says it cannot: where it
+def test_callees_in_tail_are_those_cutting_it_finds():
+    """`callees_in_tail` answers without cutting a tail apart, or says it cannot: where it
     answers, on every instruction of the fixtures and the corpus, the answer is the one of
     cutting the tail with the grammar's ATTRIBUTE terminal."""
-    from hloscope.ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, callees_written, decode_names
+    from hloscope.ir.attributes import COMPUTATION_ATTRIBUTES, Attributes, callees_in_tail, decode_names
 
     from .conftest import corpus_texts_or_none, fixture_texts
 
@@ -684,7 +684,7 @@ def test_callees_written_are_those_cutting_the_tail_finds():
             tail = inst.attributes.tail
             if not tail:
                 continue
-            quick = callees_written(tail)
+            quick = callees_in_tail(tail)
             if quick is None:
                 cut += 1
                 continue

@@ -330,7 +330,7 @@ def writes_any_key(text: str, names: tuple[str, ...], start: int = 0, end: int |
     return _any_attribute(names).search(text, start, len(text) if end is None else end) is not None
 
 
-def callees_written(tail: str) -> tuple[str, ...] | None:
+def callees_in_tail(tail: str) -> tuple[str, ...] | None:
     """The computations an instruction's attribute tail (a run of the grammar's ATTRIBUTE
     tokens) names, found without cutting it apart where that is exact; None where it is not
     (the caller cuts: `Instruction.called_computation_names`).

@@ -12,7 +12,7 @@ from . import graph, opcodes
 from .attributes import (
     COMPUTATION_ATTRIBUTES,
     Attributes,
-    callees_written,
+    callees_in_tail,
     decode_key_values,
     decode_names,
     unquote,
@@ -106,7 +106,7 @@ class Instruction:
         # Told from the uncut tail where that is exact (most callers: a fusion's `calls=`);
         # else looked up only where the text may hold one of the keys (one search for all),
         # and what is cut to find them is not kept: the names are, here, once per instruction.
-        names = callees_written(attrs.tail) if attrs.tail else None
+        names = callees_in_tail(attrs.tail) if attrs.tail else None
         if names is None:
             names = ()
             for key in attrs.keys_written(COMPUTATION_ATTRIBUTES):
