@@ -183,7 +183,7 @@ class BodyText:
     def may_write_controls(self) -> bool:
         """False only when no instruction of the body writes control-predecessors (`link`
         then asks none of them)."""
-        return self.source.find("control-predecessors", self.start, self.end) >= 0
+        return self.mentions(_CONTROLS)
 
     def root_name(self) -> str | None:
         """The name the body's one ROOT line defines; None without one, or with two (a read
@@ -209,6 +209,7 @@ class BodyText:
         return None
 
 
+_CONTROLS = ("control-predecessors",)
 _BLANKS = re.compile(r"[ \t]*")
 _NAME_AT_LINE_START = re.compile(r"\n[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 _ROOT_LINE = re.compile(r"\n[ \t]*ROOT[ \t]+%?([A-Za-z_][\w.\-]*)[ \t]*=")
