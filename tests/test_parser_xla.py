@@ -174,6 +174,22 @@ def test_computation_names_are_made_unique_as_xla_does(names):
     assert _first_difference(_module_calling(names)) is None
 
 
+@pytest.mark.xla
+@pytest.mark.parametrize("names", [["a.00"], ["a.007"], ["a.-0"], ["a.-01", "b"], ["a.-1"], ["a.010", "a.9"],
+                                   ["a.7", "a.007"], ["a.-1", "a.-01"]])
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_a_number_is_written_back_as_xla_writes_it(names, lazy):
+    """XLA's uniquer reads `.N` as a number (a sign allowed) and writes it back as one:
+    `a.007` is `a.7` even when no other name meets it; a computation's name too."""
+    needs_xla()
+    lines = "".join(f"  %{n} = f32[4]{{0}} negate(%p)\n" for n in names)
+    computation = (f"%{names[0]} (x: f32[4]) -> f32[4] {{\n  %x = f32[4]{{0}} parameter(0)\n"
+                   "  ROOT %y = f32[4]{0} negate(%x)\n}\n\n")
+    text = ("HloModule m\n\n" + computation + "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+            + lines + f"  ROOT %r = f32[4]{{0}} call(%p), to_apply=%{names[0]}\n}}\n")
+    assert _first_difference(text, lazy=lazy) is None
+
+
 # Instructions that go on past their line, each followed by a line that looks like an
 # instruction's start: a group or a string left open at the line's end (the next line is
 # inside it), attributes after a comma or after a key's `=`, a value going on after blanks,

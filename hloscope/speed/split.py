@@ -22,7 +22,7 @@ from lark import Token
 
 from ..errors import HloSyntaxError
 from ..ir.module import Computation
-from ..text.names import NameFacts, may_write_sugar, renames_needed
+from ..text.names import NameFacts, Renames, may_write_sugar
 from ..text.location import attach_source
 from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
@@ -167,10 +167,10 @@ def _outline_of_head(text: str, split: int):
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
     (name, attr_tokens, tables), outline, head_facts, head_references = head
     head_facts = NameFacts(*head_facts)
-    if head_facts.wrapped and tail_facts.sugar_roots is None:
+    if head_facts.wrapped and tail_facts.sugar is None:
         # The head writes async sugar: the tail's names that its hidden ones could take, too.
         tail_facts = NameFacts.of(tail, LAZY.body_of, sugar_elsewhere=True, hashed=True)
-    renames = renames_needed([head_facts, tail_facts])
+    renames = Renames.of([head_facts, tail_facts])
     trim()  # its sets of hashes (a few MB): given back before the head's computations are made
     comps = computations_from_outline(outline, text)
     tokens = [Token("ATTRIBUTE", t, line=line, column=column) for t, line, column in attr_tokens]

@@ -12,7 +12,7 @@ from ..ir.attributes import Attributes
 from ..ir.module import Computation, Module
 from .checks import check_aliases, check_module_attribute
 from .location import place
-from .names import NameFacts, renames_needed, uniquify_computation_names, uniquify_instruction_names
+from .names import NameFacts, Renames, uniquify_computation_names, uniquify_instruction_names
 from .unread import UnreadBodies
 
 
@@ -25,15 +25,14 @@ class Unfinished(NamedTuple):
     tables: dict
 
 
-def finish_module(part: Unfinished, more: list, renames: bool | None = None,
+def finish_module(part: Unfinished, more: list, renames: Renames | None = None,
                   unread: UnreadBodies | None = None) -> Module:
-    """The module of `part` with the computations `more` after its own; `renames`: whether
-    its unread bodies' instruction names need making unique (`renames_needed`), when known
-    already."""
+    """The module of `part` with the computations `more` after its own; `renames`: what
+    making its instruction names unique renames (`Renames.of`), when known already."""
     return module_from(part.name, part.attr_tokens, part.computations + more, part.tables, renames, unread)
 
 
-def module_from(name, attr_tokens, comps, tables, renames: bool | None = None,
+def module_from(name, attr_tokens, comps, tables, renames: Renames | None = None,
                 unread: UnreadBodies | None = None) -> Module:
     """The module named `name` (None: no header) with header attributes `attr_tokens`,
     computations `comps` and debug `tables`, checked and named as XLA finishes one.
@@ -62,15 +61,18 @@ def module_from(name, attr_tokens, comps, tables, renames: bool | None = None,
         check_module_attribute(token)
     uniquify_computation_names(comps)
     body_of = unread.body_of if unread is not None else _no_body
-    if any(body_of(c) is not None for c in comps) and (
-            renames if renames is not None else renames_needed([NameFacts.of(comps, body_of)])):
+    plan = renames if renames is not None else Renames.of([NameFacts.of(comps, body_of)])
+    renamed = []
+    if plan.roots:  # names of some roots only: the computations that write them, read
+        renamed = uniquify_instruction_names([comps[k] for k in plan.computations], plan.roots)
+    elif plan.roots is None:
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
-    if all(body_of(c) is None for c in comps) and renames_needed([NameFacts.of(comps, body_of)]):
-        uniquify_instruction_names(comps)
-        if unread is not None:
-            for c in comps:
-                unread.forget(c)  # renamed: the text no longer says what they are
+        if Renames.of([NameFacts.of(comps, body_of)]).roots != frozenset():
+            renamed = uniquify_instruction_names(comps)
+    if unread is not None:
+        for c in renamed:
+            unread.forget(c)  # renamed: the text no longer says what it holds
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"

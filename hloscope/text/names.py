@@ -2,7 +2,7 @@
 
 XLA's parser gives every computation and every instruction of a module a name of its own
 (its NameUniquer, by numeric `.N` suffixes); hloscope renames as it does. Whether any name
-would change is judged from the names alone (`renames_needed`), so a lazily read module's
+would change is judged from the names alone (`Renames.of`), so a lazily read module's
 bodies stay unread when none would; the two parts of a parallel parse find their names
 each (`NameFacts`) and the join judges them together.
 """
@@ -42,25 +42,37 @@ class _NameUniquer:
     """XLA's NameUniquer: names are made unique by their numeric `.N` suffix.
 
     A second `x` becomes `x.1`; a written `x.1` that is then taken becomes the next free
-    suffix; the first holder keeps its name.
+    suffix; the first holder keeps its name. A suffix is written as XLA writes the number
+    it reads (`x.007` is `x.7`, `x.-0` is `x.0`).
     """
 
     def __init__(self):
         self._ids: dict[str, _SequentialIds] = {}
 
     def unique(self, name: str) -> str:
-        root, sep, suffix = name.rpartition(".")
-        if sep and root and suffix.isdigit():
-            wanted, has_suffix = int(suffix), True
-        else:
-            root, wanted, has_suffix = name, 0, False
+        root, wanted = numbered(name)
         ids = self._ids.get(root)
         if ids is None:
             ids = self._ids[root] = _SequentialIds()
-        got = ids.register(wanted)
-        if got != wanted or (got == 0 and has_suffix and suffix != "0"):
-            return f"{root}.{got}"
-        return name
+        got = ids.register(0 if wanted is None else wanted)
+        if got == 0:
+            return root if wanted is None else f"{root}.0"
+        return f"{root}.{got}"
+
+
+def numbered(name: str) -> tuple[str, int | None]:
+    """(root, number) as XLA's NameUniquer reads a name: `x.N`, N an integer of 64 bits
+    (a sign allowed, as `absl::SimpleAtoi` reads it), is root `x` and number N; any other
+    name is its own root, with no number."""
+    root, dot, suffix = name.rpartition(".")
+    if dot and root and _INTEGER.fullmatch(suffix):
+        number = int(suffix)
+        if -(1 << 63) <= number < (1 << 63):
+            return root, number
+    return name, None
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 class _SequentialIds:
@@ -86,7 +98,7 @@ class _SequentialIds:
 def uniquify_computation_names(comps) -> None:
     """Rename computations whose names repeat (inline ones are all `_`), as XLA does."""
     names = [c.name for c in comps]
-    if len(set(names)) == len(names) and not any(".0" in n and _ZERO_SUFFIX.search(n) for n in names):
+    if len(set(names)) == len(names) and not any(map(_zero_led, names)):
         # Distinct names meet in the uniquer only through a zero-led suffix (`x`, `x.0`;
         # `x.1`, `x.01`), which it also rewrites (`x.00` is `x.0`): without one, it keeps all.
         return
@@ -96,34 +108,36 @@ def uniquify_computation_names(comps) -> None:
 
 
 def _name_facts(comp, body) -> tuple[list[str], list[str]]:
-    """What `renames_needed` looks at in one computation, read or not (`body`: its unread
-    body's text): its instruction names and the opcodes it wraps as async sugar
-    (`reduce-scatter` for `reduce-scatter-start`)."""
+    """What `Renames.of` looks at in one computation, read or not (`body`: its unread
+    body's text): its instruction names and the opcode each of its async sugar starts wraps
+    (`reduce-scatter` for `reduce-scatter-start`), in text order; from an unread body, a
+    start a string seems to write too (a name more for XLA's hidden ones: never one too few)."""
     if body is None:
         names = [i.name for i in comp.instructions]
-        starts = {i.opcode for i in comp.instructions}
+        starts = [i.opcode for i in comp.instructions if i.opcode in _SUGAR_STARTS]
     else:
         names = body.names()
         if body.source.find("#", body.start, body.end) >= 0:
             names += _element_names(body.source, body.start, body.end)
         # The regex starts with a character class (slow to scan for): look for the literal first.
-        starts = ({m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)}
+        starts = ([m + "-start" for m in _START_IN_TEXT.findall(body.source, body.start, body.end)]
                   if body.source.find("-start", body.start, body.end) >= 0 else ())
     return names, [op[: -len("-start")] for op in starts if op in _SUGAR_STARTS]
 
 
 class NameFacts:
-    """What `renames_needed` reads of a run of computations: their instruction names (or
-    the names' hashes), whether a name repeats among them, those with a zero-led suffix,
-    the opcodes they wrap as async sugar, and the names among them of the form XLA's hidden
-    ones take (`sugar_roots`). The two parts of a parallel parse each find theirs, as
-    hashes (`hashed`): 8 bytes a name, where its string takes about 60, and `plain()`
-    crosses to the forked parent, whose `hash` is the child's."""
+    """What `Renames.of` reads of a run of computations: their instruction names (or the
+    names' hashes), whether a name repeats among them, those with a zero-led suffix, the
+    opcodes they wrap as async sugar, and, computation by computation, the opcodes its sugar
+    wraps and the roots of its names that XLA's hidden names take (`sugar`). The two parts
+    of a parallel parse each find theirs, as hashes (`hashed`): 8 bytes a name, where its
+    string takes about 60, and `plain()` crosses to the forked parent, whose `hash` is the
+    child's."""
 
-    __slots__ = ("hashes", "names", "repeats", "sugar_roots", "wrapped", "zero_led")
+    __slots__ = ("computations", "hashes", "names", "repeats", "sugar", "wrapped", "zero_led")
 
     def __init__(self, hashes: bytes | array | None, repeats: bool, zero_led: list[str], wrapped=(),
-                 sugar_roots=None, names: list[str] | None = None):
+                 sugar=None, computations: int = 0, names: list[str] | None = None):
         if hashes is not None and not isinstance(hashes, array):
             hashes = array("q", hashes)  # from `plain()`'s bytes
         self.hashes = hashes
@@ -131,9 +145,12 @@ class NameFacts:
         self.repeats = repeats
         self.zero_led = zero_led
         self.wrapped = set(wrapped)
-        self.sugar_roots: frozenset[str] | None = None if sugar_roots is None else frozenset(sugar_roots)
-        """The roots `r` (`async_param`, or an opcode async sugar wraps) of the names `r` or
-        `r.N` among these; None where they were not looked for (no sugar in sight)."""
+        self.sugar: list[tuple[int, list[str], list[str]]] | None = sugar
+        """(k, wrapped, roots) for each computation (the k-th of these) that has any: the
+        opcodes its async sugar wraps, and the roots of its names that XLA's hidden names
+        take (`async_param`, an opcode async sugar wraps). None where they were not looked
+        for (no sugar in sight)."""
+        self.computations = computations
 
     @classmethod
     def of(cls, comps, body_of=lambda comp: None, sugar_elsewhere: bool = False, hashed: bool = False) -> NameFacts:
@@ -146,24 +163,25 @@ class NameFacts:
         hashes = array("q") if hashed else None
         zero_led: list[str] = []
         wrapped: set[str] = set()
-        roots: set[str] | None = set() if sugar_elsewhere else None
-        for comp in comps:
+        sugar: list | None = [] if sugar_elsewhere else None
+        for k, comp in enumerate(comps):
             comp_names, comp_wrapped = _name_facts(comp, body_of(comp))
             if hashes is not None:
                 hashes.extend(map(hash, comp_names))
             else:
                 names += comp_names
-            zero_led += [n for n in comp_names if ".0" in n and _ZERO_SUFFIX.search(n)]
+            zero_led += [n for n in comp_names if _zero_led(n)]
             wrapped.update(comp_wrapped)
-            if roots is not None:
-                roots |= _sugar_roots(comp_names)
-        if wrapped and roots is None:  # their own sugar's hidden names may meet theirs
-            roots = (_sugar_roots(names) if names is not None
-                     else set().union(*(_sugar_roots(_name_facts(c, body_of(c))[0]) for c in comps)))
+            if sugar is not None:
+                _add_sugar(sugar, k, comp_wrapped, comp_names)
+        if wrapped and sugar is None:  # their own sugar's hidden names may meet theirs
+            sugar = []
+            for k, comp in enumerate(comps):
+                _add_sugar(sugar, k, *_name_facts(comp, body_of(comp))[::-1])
         # A repeated name; hashed, a repeated hash: a repeated name, or (rarely) two names of
         # one hash, taken for one. (A set of strings takes the hashes they keep: faster.)
         keys = names if names is not None else hashes
-        return cls(hashes, len(set(keys)) != len(keys), zero_led, wrapped, roots, names)
+        return cls(hashes, len(set(keys)) != len(keys), zero_led, wrapped, sugar, len(comps), names)
 
     def keys(self):
         """The names' hashes."""
@@ -171,45 +189,80 @@ class NameFacts:
 
     def plain(self) -> tuple:
         """Hashed facts as plain data, for `NameFacts(*plain)` in the forked parent."""
-        return (self.hashes.tobytes(), self.repeats, self.zero_led, sorted(self.wrapped),
-                None if self.sugar_roots is None else sorted(self.sugar_roots))
+        return (self.hashes.tobytes(), self.repeats, self.zero_led, sorted(self.wrapped), self.sugar,
+                self.computations)
 
     def __len__(self) -> int:
         return len(self.hashes if self.hashes is not None else self.names)
 
 
-def renames_needed(parts: list[NameFacts]) -> bool:
-    """Whether making instruction names unique would rename any, judged from the names
-    alone (unread bodies are not read); exact up to XLA's hidden async names, and up to two
-    names of one hash, where it errs on the side of yes. `parts`: the names of the module's
-    computations, in runs.
+class Renames:
+    """What making a module's instruction names unique renames (`of`): nothing (`roots`
+    empty), any name (`roots` None), or only names of `roots`, which hidden names of async
+    sugar take too, in the computations at `computations` (module order) that write such
+    names or such sugar; names of other roots are kept."""
 
-    Distinct names collide only through a suffix with a leading zero (`x` and `x.0`, `x.1`
-    and `x.01`), and with the names XLA takes for the computations it builds around async
-    sugar (`async_param`, the wrapped opcode's name).
-    """
-    if any(p.repeats for p in parts):
-        return True
-    # Each run's names are distinct: a repeat is a name shared by two runs (a shared hash).
-    for k, later in enumerate(parts[1:], 1):
-        if any(_share(earlier, later) for earlier in parts[:k]):
-            return True
-    zero_led = [n for p in parts for n in p.zero_led]
-    if zero_led:
-        every = set().union(*(p.keys() for p in parts))
-        seen: set[tuple[str, int]] = set()
-        for name in zero_led:
-            root, _, suffix = name.rpartition(".")
-            key = (root, int(suffix))
-            if key in seen or hash(root if key[1] == 0 else f"{root}.{key[1]}") in every:
-                return True
-            seen.add(key)
-    wrapped = set().union(*(p.wrapped for p in parts))
-    if wrapped:
-        hidden = wrapped | {"async_param"}
-        if any(p.sugar_roots is None or not hidden.isdisjoint(p.sugar_roots) for p in parts):
-            return True
-    return False
+    __slots__ = ("computations", "roots")
+
+    def __init__(self, roots: frozenset[str] | None, computations: tuple[int, ...] = ()):
+        self.roots, self.computations = roots, computations
+
+    @classmethod
+    def of(cls, parts: list[NameFacts]) -> Renames:
+        """Judged from the names alone (unread bodies are not read); exact up to two names of
+        one hash, where it errs on the side of renaming. `parts`: the names of the module's
+        computations, in runs.
+
+        Distinct names collide only through a suffix with a leading zero (`x` and `x.0`,
+        `x.1` and `x.01`), and with the names XLA takes for the computations it builds
+        around async sugar (`async_param`, the wrapped opcode's name); a zero-led suffix
+        other than `.0` is rewritten even alone (`x.007` is `x.7`). XLA's uniquer keeps one
+        count per root: where no written name repeats, hidden names rename only names of
+        their roots (`uniquify_instruction_names(..., roots)`)."""
+        if any(p.repeats for p in parts):
+            return cls(None)
+        # Each run's names are distinct: a repeat is a name shared by two runs (a shared hash).
+        for k, later in enumerate(parts[1:], 1):
+            if any(_share(earlier, later) for earlier in parts[:k]):
+                return cls(None)
+        zero_led = [n for p in parts for n in p.zero_led]
+        if zero_led:
+            every = set().union(*(p.keys() for p in parts))
+            for name in zero_led:
+                root, number = numbered(name)
+                if name != f"{root}.{number}" or hash(root) in every:  # rewritten, or `x` beside `x.0`
+                    return cls(None)
+        wrapped = set().union(*(p.wrapped for p in parts))
+        if not wrapped:
+            return cls(frozenset())
+        if any(p.sugar is None for p in parts):
+            return cls(None)
+        named = {root for p in parts for _, _, roots in p.sugar for root in roots}
+        if "async_param" in named:  # how many a start names so, only a read tells
+            return cls(None)
+        roots = frozenset(wrapped & named)
+        touched: list[int] = []
+        offset = 0
+        for p in parts:
+            touched += [offset + k for k, ops, names in p.sugar
+                        if not roots.isdisjoint(ops) or not roots.isdisjoint(names)]
+            offset += p.computations
+        return cls(roots, tuple(touched) if roots else ())
+
+
+def renames_needed(parts: list[NameFacts]) -> bool:
+    """Whether making instruction names unique may rename any (`Renames.of`)."""
+    return Renames.of(parts).roots != frozenset()
+
+
+def _add_sugar(sugar: list, k: int, wrapped: list[str], names: list[str]) -> None:
+    """`NameFacts.sugar`'s entry for the k-th computation, with these names and its sugar's
+    wrapped opcodes."""
+    # A hidden root holds no `.`: `numbered` is asked only of names whose last `.` follows one.
+    roots = sorted({root for root in (numbered(n)[0] for n in names if n.rpartition(".")[0] in _HIDDEN_ROOTS
+                                      or n in _HIDDEN_ROOTS) if root in _HIDDEN_ROOTS})
+    if wrapped or roots:
+        sugar.append((k, wrapped, roots))
 
 
 def _share(a: NameFacts, b: NameFacts) -> bool:
@@ -230,19 +283,6 @@ def may_write_sugar(text: str, start: int = 0, end: int | None = None) -> bool:
         if before < 0 or not _OPCODE.fullmatch(opcode) or opcode + "-start" in _SUGAR_STARTS:
             return True
     return False
-
-
-def _sugar_roots(names: list[str]) -> set[str]:
-    """The roots `r` of the names `r` or `r.N` (`N` a number) among `names` that XLA's
-    hidden names for async sugar could take (`async_param`, a wrapped opcode's name)."""
-    roots: set[str] = set()
-    for name in names:
-        root, dot, suffix = name.rpartition(".")
-        if not (dot and suffix.isdigit()):
-            root = name
-        if root in _HIDDEN_ROOTS:
-            roots.add(root)
-    return roots
 
 
 # An operand `t#i#j...` (a tuple element), as an unread body may write it: its names are found
@@ -272,31 +312,49 @@ def _element_names(source: str, start: int, end: int) -> list[str]:
 # Async sugar starts (`reduce-scatter-start`, `call-start`, ...): XLA takes names for them.
 _SUGAR_WRAPPED = tuple(op for op in opcodes.all_known() if opcodes.info(op + "-start").canonical == "async-start")
 _SUGAR_STARTS = frozenset(op + "-start" for op in _SUGAR_WRAPPED)
-_START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start[ \t]*\(")
-_START_CALL = re.compile(r"-start[ \t]*\(")  # led by a literal: found fast in a whole text
+_START_IN_TEXT = re.compile(r"[ \t]([a-z][a-z0-9\-]*)-start\s*\(")  # OPCODE: blanks and newlines before `(`
+_START_CALL = re.compile(r"-start\s*\(")  # led by a literal: found fast in a whole text
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _HIDDEN_ROOTS = frozenset(("async_param",) + _SUGAR_WRAPPED)
-_ZERO_SUFFIX = re.compile(r".\.0\d*$")
+_ZERO_SUFFIX = re.compile(r".\.-?0\d*$")
 
 
-def uniquify_instruction_names(comps) -> None:
+def _zero_led(name: str) -> bool:
+    """Whether a name's number is zero-led (`x.0`, `x.05`, `x.-0`): one that may meet another
+    name's in XLA's uniquer, or be rewritten there."""
+    return (".0" in name or ".-0" in name) and _ZERO_SUFFIX.search(name) is not None
+
+
+def uniquify_instruction_names(comps, roots: frozenset[str] | None = None) -> list:
     """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
-    module, computations in module order, instructions in text order."""
+    module, computations in module order, instructions in text order. With `roots` (not
+    `async_param`), only names of those roots, in `comps` (the computations that write
+    them or sugar wrapping them: `Renames`). The computations with a name changed."""
     instructions = _NameUniquer()
     by_name = None
+    changed = []
     for comp in comps:
         # Async sugar (`call-start`, `reduce-scatter-start`, ...) makes XLA build a wrapped
         # computation while it reads the enclosing one; its names are taken first.
         for inst in comp.instructions:
             op = opcodes.info(inst.opcode)
             if op.async_role == "start" and op.canonical == "async-start" and op.wrapped:
-                if by_name is None:
-                    by_name = {c.text_name: c for c in comps}
-                for _ in range(wrapped_parameters(inst, by_name)):
-                    instructions.unique("async_param")
-                instructions.unique(op.wrapped)
+                if roots is None:
+                    if by_name is None:
+                        by_name = {c.text_name: c for c in comps}
+                    for _ in range(wrapped_parameters(inst, by_name)):
+                        instructions.unique("async_param")
+                if roots is None or op.wrapped in roots:
+                    instructions.unique(op.wrapped)
+        renamed = False
         for inst in comp.instructions:
-            inst.name = instructions.unique(inst.name)
+            if roots is None or numbered(inst.name)[0] in roots:
+                name = instructions.unique(inst.name)
+                if name != inst.name:
+                    inst.name, renamed = name, True
+        if renamed:
+            changed.append(comp)
+    return changed
 
 
 def wrapped_parameters(start, computations: dict) -> int:
