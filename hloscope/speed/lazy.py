@@ -29,7 +29,7 @@ from .executor import Executor, Job
 class LazyComputation(Computation):
     """A Computation whose body is a span of the text until its instructions are asked for."""
 
-    __slots__ = ("body", "copy_of", "alike", "recipe", "_opcodes")
+    __slots__ = ("body", "copy_of", "alike", "recipe", "renamed", "_opcodes")
 
     def __init__(self, name: str, is_entry: bool, attributes: Attributes, line: int, signature,
                  body: BodyText, alike: object | None = None):
@@ -45,6 +45,9 @@ class LazyComputation(Computation):
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
         """The body read before that this one repeats, once `read_all` found so."""
+        self.renamed: list[tuple[int, str]] = []
+        """(position, name) of the instructions XLA's uniquer renames (the text writes
+        another name): given them whenever the body is read."""
         self._opcodes: frozenset[str] | None = None
 
     @property
@@ -69,6 +72,8 @@ class LazyComputation(Computation):
             return  # a copy of `copy_of`, made when first asked for
         for inst in instructions:
             inst.computation = self
+        for k, name in self.renamed:
+            instructions[k].name = name
         self._instructions, self._root, self.body = instructions, root, None
 
     def read_keeping_outline(self) -> None:
@@ -136,9 +141,13 @@ class Lazy:
             return computation.body
         return None
 
-    def forget(self, computation: Computation) -> None:
-        if isinstance(computation, LazyComputation) and computation.is_read:
-            computation.body = None
+    def read(self, computation: Computation) -> None:
+        if isinstance(computation, LazyComputation):
+            computation.read_keeping_outline()
+
+    def renamed(self, computation: Computation, names: list[tuple[int, str]]) -> None:
+        if isinstance(computation, LazyComputation):
+            computation.renamed = names
 
     def finish(self, module: Module) -> None:
         if any(self.body_of(c) is not None for c in module.computations):
@@ -195,7 +204,7 @@ def _read_or_copy(comp: LazyComputation, copies: dict | None):
     body that repeats one read before up to names (hloscope.speed.copies) and declares the
     same result: (None, None, the original's computation), the original kept as the recipe
     of this body's instructions (`recipe`), made when first asked for."""
-    if copies is None:
+    if copies is None or comp.renamed:  # a renamed body is neither a copy nor an original
         return (*_read(comp, users=True), None)
     text = comp.body.text
     original, keys, names = copies_of(copies, text, comp.alike)

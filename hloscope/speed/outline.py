@@ -29,6 +29,7 @@ def computations_outline(comps: list[Computation]) -> dict[str, Any] | None:
         "names": [c.name for c in comps],
         "entry": next((i for i, c in enumerate(comps) if c.is_entry), None),
         "renamed": {str(i): c.text_name for i, c in enumerate(comps) if c.text_name != c.name},
+        "instructions_renamed": {str(i): c.renamed for i, c in enumerate(comps) if c.renamed},
         "lines": [c.line for c in comps],
         "signatures": [c.signature if isinstance(c.signature, str) else None for c in comps],
         "attributes_of": {str(i): c.attributes.written() for i, c in enumerate(comps) if c.attributes},
@@ -60,6 +61,10 @@ def computations_from_outline(data: dict[str, Any], text: str) -> list[Computati
                              BodyText(text, start, end, body_line, body_column)))
     for i, text_name in data["renamed"].items():
         comps[int(i)].text_name = str(text_name)
+    for i, names in data.get("instructions_renamed", {}).items():
+        if not all(type(k) is int and type(name) is str for k, name in names):
+            raise ValueError("malformed outline")
+        comps[int(i)].renamed = [(k, name) for k, name in names]
     entry = data["entry"]
     if entry is not None:
         comps[entry].is_entry = True

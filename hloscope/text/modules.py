@@ -64,15 +64,19 @@ def module_from(name, attr_tokens, comps, tables, renames: Renames | None = None
     plan = renames if renames is not None else Renames.of([NameFacts.of(comps, body_of)])
     renamed = []
     if plan.roots:  # names of some roots only: the computations that write them, read
-        renamed = uniquify_instruction_names([comps[k] for k in plan.computations], plan.roots)
+        touched = [comps[k] for k in plan.computations]
+        if unread is not None:
+            for c in touched:
+                unread.read(c)
+        renamed = uniquify_instruction_names(touched, plan.roots)
     elif plan.roots is None:
         for c in comps:
             c.instructions  # read every body: names are made unique in text order
         if Renames.of([NameFacts.of(comps, body_of)]).roots != frozenset():
             renamed = uniquify_instruction_names(comps)
     if unread is not None:
-        for c in renamed:
-            unread.forget(c)  # renamed: the text no longer says what it holds
+        for c, names in renamed:
+            unread.renamed(c, names)
     if name is None:
         # XLA names a module read without a header after its entry computation.
         name = f"module_{entry.name}"

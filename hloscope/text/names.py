@@ -325,11 +325,12 @@ def _zero_led(name: str) -> bool:
     return (".0" in name or ".-0" in name) and _ZERO_SUFFIX.search(name) is not None
 
 
-def uniquify_instruction_names(comps, roots: frozenset[str] | None = None) -> list:
+def uniquify_instruction_names(comps, roots: frozenset[str] | None = None) -> list[tuple]:
     """Rename instructions whose names repeat, as XLA's parser does: one uniquer for the
     module, computations in module order, instructions in text order. With `roots` (not
     `async_param`), only names of those roots, in `comps` (the computations that write
-    them or sugar wrapping them: `Renames`). The computations with a name changed."""
+    them or sugar wrapping them: `Renames`). What it renamed: (computation, [(position of
+    the instruction, its new name), ...]) for each computation with a name changed."""
     instructions = _NameUniquer()
     by_name = None
     changed = []
@@ -346,14 +347,15 @@ def uniquify_instruction_names(comps, roots: frozenset[str] | None = None) -> li
                         instructions.unique("async_param")
                 if roots is None or op.wrapped in roots:
                     instructions.unique(op.wrapped)
-        renamed = False
-        for inst in comp.instructions:
+        renamed = []
+        for k, inst in enumerate(comp.instructions):
             if roots is None or numbered(inst.name)[0] in roots:
                 name = instructions.unique(inst.name)
                 if name != inst.name:
-                    inst.name, renamed = name, True
+                    inst.name = name
+                    renamed.append((k, name))
         if renamed:
-            changed.append(comp)
+            changed.append((comp, renamed))
     return changed
 
 

@@ -23,8 +23,13 @@ class UnreadBodies(Protocol):
     def body_of(self, computation: Computation) -> BodyText | None:
         """The unread body of `computation`, or None once read (or never unread)."""
 
-    def forget(self, computation: Computation) -> None:
-        """Its text no longer says what `computation` holds (its instructions were renamed)."""
+    def read(self, computation: Computation) -> None:
+        """Read `computation`'s body now, where it lies in the text still known (it can be
+        outlined). Raises HloSyntaxError as its read would."""
+
+    def renamed(self, computation: Computation, names: list[tuple[int, str]]) -> None:
+        """`computation`'s instructions at these positions were renamed so (XLA's uniquer):
+        its text says the rest."""
 
     def finish(self, module: Module) -> None:
         """`module` is whole: its unread bodies answer for what a full parse says of them."""
