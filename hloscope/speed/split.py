@@ -58,7 +58,9 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
         tail = _tail(text, split, filename, progress, references)
         trim()  # the part's copy of the text, freed: given back before the names and reads
         if tail is not None:
-            tail_facts = NameFacts.of(tail, LAZY.body_of, hashed=True)  # what the join's rename check reads of this part
+            # What the join's rename check reads of this part (where the module may write
+            # async sugar, the names its hidden ones could take too: one pass, not two).
+            tail_facts = NameFacts.of(tail, LAZY.body_of, may_write_sugar(text), hashed=True)
             _read_schedule(tail, head)
     finally:
         outline = head.result()
@@ -159,8 +161,9 @@ def _outline_of_head(text: str, split: int):
     if outline is None or outline["renamed"] or None in outline["signatures"]:
         return None
     header = (part.name, [(str(t), t.line, t.column) for t in part.attr_tokens], part.tables)
-    # Hidden names of async sugar in the tail could meet the head's: looked for if it has any.
-    facts = NameFacts.of(part.computations, LAZY.body_of, may_write_sugar(text, split), hashed=True)
+    # Hidden names of async sugar could meet the head's: looked for (in one pass) if the
+    # module may write any.
+    facts = NameFacts.of(part.computations, LAZY.body_of, may_write_sugar(text), hashed=True)
     return header, outline, facts.plain(), references
 
 
