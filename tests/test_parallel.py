@@ -108,6 +108,41 @@ def test_an_error_in_the_second_half_is_the_sequential_error(in_two, monkeypatch
     assert "f.hlo:" in got and "^" in got
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_bodies_checked_while_the_head_is_parsed_are_not_checked_again(broken, in_two, monkeypatch):
+    """The parent, done with its part before the child, reads its other bodies as the
+    verdict would (`check_meanwhile`): those are not read again, and a body with an error
+    is left to the verdict, which reports the sequential parse's error."""
+    from hloscope.speed import lazy, runtime
+
+    monkeypatch.setattr(runtime.Child, "ready", lambda self: False)  # the child is never done first
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    first, second = _halves(text)
+    if broken:  # an operand no instruction defines, in the last body before the entry
+        end = second.rindex("\n}", 0, second.rindex("\nENTRY"))
+        root = second.rindex("\n", 0, end)
+        second = second[:root] + re.sub(r"\(%[\w.\-]+", "(%nowhere", second[root:end], count=1) + second[end:]
+        errors = []
+        for jobs in ("2", "1"):
+            monkeypatch.setenv("HLOSCOPE_JOBS", jobs)
+            (module,) = hloscope.parse_all(first + second, "f.hlo", lazy=True)
+            with pytest.raises(HloSyntaxError) as e:
+                module.collectives()
+            errors.append(str(e.value))
+        assert "nowhere" in errors[0] and errors[0] == errors[1]
+        return
+    checked = []
+    real = lazy._check
+    monkeypatch.setattr(lazy, "_check", lambda module, comp, *a: checked.append(comp.name) or real(module, comp, *a))
+    (module,) = hloscope.parse_all(text, "f.hlo", lazy=True)
+    assert len(in_two) == 1
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")  # the verdict's check in this process, where it is seen
+    early = [c.name for c in module.computations if getattr(c, "checked", False)]
+    assert early and all(getattr(c, "body", None).start >= len(first) for c in module.computations if c.name in early)
+    module.collectives()
+    assert checked and not set(early) & set(checked)
+
+
 def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monkeypatch):
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
     first, second = _halves(text)

@@ -29,7 +29,7 @@ from .executor import Executor, Job
 class LazyComputation(Computation):
     """A Computation whose body is a span of the text until its instructions are asked for."""
 
-    __slots__ = ("body", "copy_of", "alike", "recipe", "renamed", "_opcodes")
+    __slots__ = ("body", "checked", "copy_of", "alike", "recipe", "renamed", "_opcodes")
 
     def __init__(self, name: str, is_entry: bool, attributes: Attributes, line: int, signature,
                  body: BodyText, alike: object | None = None):
@@ -45,6 +45,9 @@ class LazyComputation(Computation):
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
         """The body read before that this one repeats, once `read_all` found so."""
+        self.checked = False
+        """Whether the body read without an error before the module was whole
+        (`check_meanwhile`): the verdict need not read it again."""
         self.renamed: list[tuple[int, str]] = []
         """(position, name) of the instructions XLA's uniquer renames (the text writes
         another name): given them whenever the body is read."""
@@ -378,8 +381,27 @@ class Verdict:
 def _places_to_check(module: Module) -> list[int]:
     """Where the bodies the verdict checks are among the module's computations, in text
     order: the unread ones, but known copies."""
-    return [k for k, c in enumerate(module.computations)
-            if isinstance(c, LazyComputation) and not c.is_read and c.copy_of is None and c.body is not None]
+    return [k for k, c in enumerate(module.computations) if isinstance(c, LazyComputation)
+            and not c.is_read and c.copy_of is None and c.body is not None and not c.checked]
+
+
+def check_meanwhile(comps: list, done) -> None:
+    """Until `done()`: read the unread bodies of `comps`, part of a module still being
+    parsed, as the verdict's check would, keeping nothing; one that reads without an error
+    is `checked`, and the verdict does not read it again (a body reads the same before and
+    after its module is whole). Not the entry, whose check also takes the module's aliases;
+    one with an error is left to the verdict, which finds it in its place among the others."""
+    for comp in comps:
+        if done():
+            return
+        if (isinstance(comp, LazyComputation) and not comp.is_read and not comp.is_entry and not comp.checked
+                and comp.body is not None):
+            try:
+                with runtime.no_cyclic_gc():
+                    comp.body.read(comp, users=False)
+            except HloSyntaxError:
+                continue
+            comp.checked = True
 
 
 def _first_error_of(module: Module, comps: list[LazyComputation], first: BodyText | None) -> HloSyntaxError | None:

@@ -28,7 +28,7 @@ from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
 from ..text.references import check_references
 from .executor import Executor, Job
-from .lazy import LAZY
+from .lazy import LAZY, check_meanwhile
 from .outline import computations_from_outline, computations_outline
 from .runtime import trim
 
@@ -119,7 +119,8 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
     """Read the bodies of the entry in `comps` and of what it runs through control flow (in
     `comps` too), until `child` is done. A body that does not read stays unread: its error
     is the read's on first use, as in a sequential parse. With time left, find the names of
-    the computations their instructions call, which every analysis asks for."""
+    the computations their instructions call, which every analysis asks for, then do the
+    verdict's work on the other bodies (`check_meanwhile`)."""
     by_name = {c.text_name: c for c in comps}
     stack = [c for c in comps if c.is_entry]
     seen: set[str] = set()
@@ -145,6 +146,7 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
                 return
             for inst in instructions[start:start + 512]:
                 inst.called_computation_names  # noqa: B018 - found once, kept on the instruction
+    check_meanwhile(comps, child.ready)  # the verdict's work, that much less of it later
 
 
 def _outline_of_head(text: str, split: int):
