@@ -211,6 +211,23 @@ def test_a_half_looks_for_async_sugar_in_the_other(line, sugar):
     assert may_write_sugar(text, text.index("ENTRY")) is sugar and not may_write_sugar(text, 0, text.index("ENTRY"))
 
 
+def test_a_renamed_body_with_an_error_reports_the_first_error_in_the_text():
+    """Only the bodies XLA's uniquer renames are read at the parse (`Renames`): where one
+    does not read, the error is still the first a full parse meets, in an earlier body."""
+    text = ("HloModule m, is_scheduled=true\n\n%neg (a: f32[8]) -> f32[8] {\n  %a = f32[8] parameter(0)\n"
+            "  ROOT %y = f32[8] negate(%a)\n}\n\n%bad (x: f32[8]) -> f32[8] {\n  %x = f32[8] parameter(0)\n"
+            "  ROOT %z = f32[8] negate(%nowhere)\n}\n\n%w (v: f32[8]) -> f32[8] {\n  %v = f32[8] parameter(0)\n"
+            "  %s = ((f32[8]), f32[8], s32[]) call-start(%v), to_apply=%neg\n  ROOT %d = f32[8] call-done(%elsewhere)\n}\n\n"
+            "ENTRY %e (p: f32[8]) -> f32[8] {\n  %p = f32[8] parameter(0)\n  %call = f32[8] negate(%p)\n"
+            "  %q = f32[8] call(%call), to_apply=%bad\n  ROOT %c = f32[8] call(%q), to_apply=%w\n}\n")
+    errors = []
+    for lazy in (False, True):
+        with pytest.raises(HloSyntaxError) as e:
+            hloscope.parse_all(text, "f.hlo", lazy=lazy)
+        errors.append(str(e.value))
+    assert "nowhere" in errors[0] and errors[1] == errors[0]
+
+
 @pytest.mark.parametrize("entry_names", [("call", "async_param"), ("q", "r"), ("call", "r"), ("call.1", "call")])
 def test_async_sugar_in_the_head_renames_the_tails_names_as_xla_does(entry_names, in_two):
     """XLA names the computation it builds for the head's async sugar (`async_param`, `call`)

@@ -66,8 +66,13 @@ def module_from(name, attr_tokens, comps, tables, renames: Renames | None = None
     if plan.roots:  # names of some roots only: the computations that write them, read
         touched = [comps[k] for k in plan.computations]
         if unread is not None:
-            for c in touched:
-                unread.read(c)
+            try:
+                for c in touched:
+                    unread.read(c)
+            except HloSyntaxError:
+                for c in comps:
+                    c.instructions  # the first error in text order, as a full parse reports it
+                raise
         renamed = uniquify_instruction_names(touched, plan.roots)
     elif plan.roots is None:
         for c in comps:
