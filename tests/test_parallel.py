@@ -143,6 +143,38 @@ def test_bodies_checked_while_the_head_is_parsed_are_not_checked_again(broken, i
     assert checked and not set(early) & set(checked)
 
 
+@pytest.mark.parametrize("broken", [False, True])
+def test_bodies_the_child_checked_after_its_outline_are_not_checked_again(broken, in_two, monkeypatch):
+    """The child, its outline sent, reads the head's bodies as the verdict would
+    (`checks_sending`); the verdict takes what it sent when it starts: those bodies are not
+    read again, and one with an error is left to it, which reports the sequential error."""
+    text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
+    first, second = _halves(text)
+    if broken:  # an operand no instruction defines, in the head's last body
+        end = first.rindex("\n}")
+        root = first.rindex("\n", 0, end)
+        first = first[:root] + re.sub(r"\(%[\w.\-]+", "(%nowhere", first[root:end], count=1) + first[end:]
+    checked = []
+    real = lazy._check
+    monkeypatch.setattr(lazy, "_check", lambda module, comp, *a: checked.append(comp.name) or real(module, comp, *a))
+    (module,) = hloscope.parse_all(first + second, "f.hlo", lazy=True)
+    assert len(in_two) == 1
+    time.sleep(1)  # the child's checks of so small a head are long done
+    monkeypatch.setenv("HLOSCOPE_JOBS", "1")  # the verdict's check in this process, where it is seen
+    if broken:
+        with pytest.raises(HloSyntaxError) as e:
+            module.collectives()
+        monkeypatch.setattr(split, "MIN_CHARS", 1 << 40)
+        with pytest.raises(HloSyntaxError) as sequential:
+            hloscope.parse_all(first + second, "f.hlo", lazy=True)[0].collectives()
+        assert "nowhere" in str(e.value) and str(e.value) == str(sequential.value)
+        return
+    module.collectives()
+    early = [c.name for c in module.computations if getattr(c, "checked", False)]
+    assert early and all(getattr(c, "body", None).start < len(first) for c in module.computations if c.name in early)
+    assert checked and not set(early) & set(checked)
+
+
 def test_a_name_repeated_across_the_halves_is_the_sequential_error(in_two, monkeypatch):
     text = (FIXTURES / "cpu_fsdp" / "module.hlo.txt").read_text()
     first, second = _halves(text)

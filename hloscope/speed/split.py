@@ -28,7 +28,7 @@ from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
 from ..text.references import check_references
 from .executor import Executor, Job
-from .lazy import LAZY, check_meanwhile
+from .lazy import LAZY, check_meanwhile, checks_sending, helped_by
 from .outline import computations_from_outline, computations_outline
 from .runtime import trim
 
@@ -49,7 +49,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     split = _split_point(text)
     if split is None:
         return None
-    head = executor.submit(_outline_of_head, text, split)
+    head = executor.stream(_head, text, split)
     if head is None:
         return None
     tail = tail_facts = None
@@ -63,10 +63,17 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
             tail_facts = NameFacts.of(tail, LAZY.body_of, may_write_sugar(text), hashed=True)
             _read_schedule(tail, head)
     finally:
-        outline = head.result()
+        outline = head.receive()
     if tail is None or outline is None:
+        head.cancel()
         return None
-    return [_join(outline, tail, tail_facts, text, filename, references)]
+    try:
+        module = _join(outline, tail, tail_facts, text, filename, references)
+    except BaseException:
+        head.cancel()
+        raise
+    helped_by(module, head)  # what the child checks of the head's bodies meanwhile
+    return [module]
 
 
 def _split_point(text: str) -> int | None:
@@ -149,10 +156,19 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
     check_meanwhile(comps, child.ready)  # the verdict's work, that much less of it later
 
 
+def _head(send, text: str, split: int) -> None:
+    """The child's work: send what the caller needs of `text[:split]` (`_outline_of_head`),
+    then check the part's bodies for the module's verdict until stopped (`checks_sending`)."""
+    found = _outline_of_head(text, split)
+    send(found[0] if found is not None else None)
+    if found is not None:
+        checks_sending(send, found[1])
+
+
 def _outline_of_head(text: str, split: int):
-    """What the caller needs of `text[:split]`: the module's name, header attributes as
+    """(What the caller needs of `text[:split]`: the module's name, header attributes as
     (text, line, column), debug tables, the computations' outline (hloscope.speed.outline),
-    and the part's `NameFacts`; None if the part has no outline."""
+    and the part's `NameFacts`; the part's computations), or None if the part has no outline."""
     references: list[tuple[int, int]] = []
     try:
         (part,) = parse_part(text[:split], unread=LAZY, source=text, unfinished=True, references=references)
@@ -166,7 +182,7 @@ def _outline_of_head(text: str, split: int):
     # Hidden names of async sugar could meet the head's: looked for (in one pass) if the
     # module may write any.
     facts = NameFacts.of(part.computations, LAZY.body_of, may_write_sugar(text), hashed=True)
-    return header, outline, facts.plain(), references
+    return (header, outline, facts.plain(), references), part.computations
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
