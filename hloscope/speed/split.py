@@ -62,12 +62,10 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
             # async sugar, the names its hidden ones could take too: one pass, not two).
             tail_facts = NameFacts.of(tail, LAZY.body_of, may_write_sugar(text), hashed=True)
             _read_schedule(tail, head)
-    finally:
         outline = head.receive()
-    if tail is None or outline is None:
-        head.cancel()
-        return None
-    try:
+        if tail is None or outline is None:
+            head.cancel()
+            return None
         module = _join(outline, tail, tail_facts, text, filename, references)
     except BaseException:
         head.cancel()
