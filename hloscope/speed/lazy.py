@@ -29,7 +29,7 @@ from .executor import Executor, Job
 class LazyComputation(Computation):
     """A Computation whose body is a span of the text until its instructions are asked for."""
 
-    __slots__ = ("body", "checked", "copy_of", "alike", "recipe", "renamed", "_opcodes")
+    __slots__ = ("body", "copy_of", "alike", "recipe", "renamed", "_opcodes")
 
     def __init__(self, name: str, is_entry: bool, attributes: Attributes, line: int, signature,
                  body: BodyText, alike: object | None = None):
@@ -45,9 +45,6 @@ class LazyComputation(Computation):
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
         """The body read before that this one repeats, once `read_all` found so."""
-        self.checked = False
-        """Whether the body read without an error before the module was whole
-        (`check_meanwhile`): the verdict need not read it again."""
         self.renamed: list[tuple[int, str]] = []
         """(position, name) of the instructions XLA's uniquer renames (the text writes
         another name): given them whenever the body is read."""
@@ -273,7 +270,7 @@ class Verdict:
     way the error reported is the first in text order, as without the job. Settling, this
     process checks the bodies from the last while the job goes on from the first."""
 
-    __slots__ = ("error", "executor", "first", "helper", "job", "known", "order", "_module", "__weakref__")
+    __slots__ = ("error", "executor", "first", "job", "known", "order", "_module", "__weakref__")
 
     _of: "weakref.WeakKeyDictionary[Module, Verdict]" = weakref.WeakKeyDictionary()
 
@@ -290,8 +287,6 @@ class Verdict:
         (places, not computations: a verdict must not hold its module)."""
         self.first: BodyText | None = None
         """The module's first unread body when the job started (`_check`)."""
-        self.helper: Job | None = None
-        """A job checking the first of the module's bodies meanwhile (`helped_by`)."""
 
     @property
     def module(self) -> Module:
@@ -310,7 +305,6 @@ class Verdict:
         """Whether every unread body reads without an error (found once; assumed while the
         check runs elsewhere, until `settle`)."""
         if not self.known:
-            self._take_help()
             if self.job is None and self.executor is not None and _unread_chars(self.module) >= CHECK_ELSEWHERE_CHARS:
                 module = self.module
                 self.order = _places_to_check(module)
@@ -326,7 +320,6 @@ class Verdict:
         bodies from the last, until the two meet (or doing it here, if that failed or none
         ran)."""
         if not self.known:
-            self._take_help()
             job, self.job = self.job, None
             self.error = self._meeting(job) if job is not None else self._first_error()
             self.known, self.order, self.first = True, [], None
@@ -339,28 +332,9 @@ class Verdict:
 
     def drop_job(self) -> None:
         """Stop a check under way elsewhere: reads in text order will say what it would."""
-        for job in (self.job, self.helper):
-            if job is not None:
-                job.cancel()
-        self.job = self.helper = None
-
-    def _take_help(self) -> None:
-        """The bodies the helper found to read without an error are `checked` (not read
-        again); it is stopped."""
-        helper, self.helper = self.helper, None
-        if helper is None:
-            return
-        comps = self.module.computations
-        while helper.ready():
-            message = helper.receive()
-            if message is None:
-                break
-            start, end, failed = message
-            for k in range(start, end):
-                comp = comps[k]
-                if k not in failed and isinstance(comp, LazyComputation):
-                    comp.checked = True
-        helper.cancel()
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
 
     def _first_error(self) -> HloSyntaxError | None:
         """The first error a read of the unread bodies meets, in text order; None if none."""
@@ -404,59 +378,8 @@ class Verdict:
 def _places_to_check(module: Module) -> list[int]:
     """Where the bodies the verdict checks are among the module's computations, in text
     order: the unread ones, but known copies."""
-    return [k for k, c in enumerate(module.computations) if isinstance(c, LazyComputation)
-            and not c.is_read and c.copy_of is None and c.body is not None and not c.checked]
-
-
-def check_meanwhile(comps: list, done) -> None:
-    """Until `done()`: read the unread bodies of `comps`, part of a module still being
-    parsed, as the verdict's check would, keeping nothing; one that reads without an error
-    is `checked`, and the verdict does not read it again (a body reads the same before and
-    after its module is whole). Not the entry, whose check also takes the module's aliases;
-    one with an error is left to the verdict, which finds it in its place among the others."""
-    for comp in comps:
-        if done():
-            return
-        if _reads_early(comp):
-            comp.checked = True
-
-
-def _reads_early(comp) -> bool:
-    """Whether `comp` has an unread body (not the entry's) that reads without an error,
-    read as the verdict's check would, keeping nothing."""
-    if not (isinstance(comp, LazyComputation) and not comp.is_read and not comp.is_entry and not comp.checked
-            and comp.body is not None):
-        return False
-    try:
-        with runtime.no_cyclic_gc():
-            comp.body.read(comp, users=False)
-    except HloSyntaxError:
-        return False
-    return True
-
-
-def helped_by(module: Module, job: Job) -> None:
-    """`job` sends `checks_sending`'s messages on the first of `module`'s computations: its
-    verdict takes them when it starts (and stops the job), and does not read those again."""
-    verdict = Verdict.of(module) if has_unread(module) else None
-    if verdict is None:
-        job.cancel()
-        return
-    verdict.helper = job
-    weakref.finalize(module, job.cancel)  # never asked: stopped with the module
-
-
-CHECKS_SENT_EVERY = 128
-"""Bodies per message of `checks_sending`."""
-
-
-def checks_sending(send, comps: list) -> None:
-    """In a job: `check_meanwhile` of `comps` (the first of a module's computations), sending
-    `(start, end, failed)` for each run of them: those at [start, end) but `failed` were read
-    without an error, in this process, before the module was whole (`checked`, then)."""
-    for start in range(0, len(comps), CHECKS_SENT_EVERY):
-        end = min(start + CHECKS_SENT_EVERY, len(comps))
-        send((start, end, [k for k in range(start, end) if not _reads_early(comps[k])]))
+    return [k for k, c in enumerate(module.computations)
+            if isinstance(c, LazyComputation) and not c.is_read and c.copy_of is None and c.body is not None]
 
 
 def _first_error_of(module: Module, comps: list[LazyComputation], first: BodyText | None) -> HloSyntaxError | None:

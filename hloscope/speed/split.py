@@ -28,7 +28,7 @@ from ..text.modules import Unfinished, finish_module
 from ..text.parser import parse_part
 from ..text.references import check_references
 from .executor import Executor, Job
-from .lazy import LAZY, check_meanwhile, checks_sending, helped_by
+from .lazy import LAZY
 from .outline import computations_from_outline, computations_outline
 from .runtime import trim
 
@@ -49,7 +49,7 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
     split = _split_point(text)
     if split is None:
         return None
-    head = executor.stream(_head, text, split)
+    head = executor.submit(_outline_of_head, text, split)
     if head is None:
         return None
     tail = tail_facts = None
@@ -62,16 +62,11 @@ def parse_in_two(text: str, filename: str, executor: Executor, progress=None):
             # async sugar, the names its hidden ones could take too: one pass, not two).
             tail_facts = NameFacts.of(tail, LAZY.body_of, may_write_sugar(text), hashed=True)
             _read_schedule(tail, head)
-        outline = head.receive()
-        if tail is None or outline is None:
-            head.cancel()
-            return None
-        module = _join(outline, tail, tail_facts, text, filename, references)
-    except BaseException:
-        head.cancel()
-        raise
-    helped_by(module, head)  # what the child checks of the head's bodies meanwhile
-    return [module]
+    finally:
+        outline = head.result()
+    if tail is None or outline is None:
+        return None
+    return [_join(outline, tail, tail_facts, text, filename, references)]
 
 
 def _split_point(text: str) -> int | None:
@@ -124,8 +119,7 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
     """Read the bodies of the entry in `comps` and of what it runs through control flow (in
     `comps` too), until `child` is done. A body that does not read stays unread: its error
     is the read's on first use, as in a sequential parse. With time left, find the names of
-    the computations their instructions call, which every analysis asks for, then do the
-    verdict's work on the other bodies (`check_meanwhile`)."""
+    the computations their instructions call, which every analysis asks for."""
     by_name = {c.text_name: c for c in comps}
     stack = [c for c in comps if c.is_entry]
     seen: set[str] = set()
@@ -151,22 +145,12 @@ def _read_schedule(comps: list[Computation], child: Job) -> None:
                 return
             for inst in instructions[start:start + 512]:
                 inst.called_computation_names  # noqa: B018 - found once, kept on the instruction
-    check_meanwhile(comps, child.ready)  # the verdict's work, that much less of it later
-
-
-def _head(send, text: str, split: int) -> None:
-    """The child's work: send what the caller needs of `text[:split]` (`_outline_of_head`),
-    then check the part's bodies for the module's verdict until stopped (`checks_sending`)."""
-    found = _outline_of_head(text, split)
-    send(found[0] if found is not None else None)
-    if found is not None:
-        checks_sending(send, found[1])
 
 
 def _outline_of_head(text: str, split: int):
-    """(What the caller needs of `text[:split]`: the module's name, header attributes as
+    """What the caller needs of `text[:split]`: the module's name, header attributes as
     (text, line, column), debug tables, the computations' outline (hloscope.speed.outline),
-    and the part's `NameFacts`; the part's computations), or None if the part has no outline."""
+    and the part's `NameFacts`; None if the part has no outline."""
     references: list[tuple[int, int]] = []
     try:
         (part,) = parse_part(text[:split], unread=LAZY, source=text, unfinished=True, references=references)
@@ -180,7 +164,7 @@ def _outline_of_head(text: str, split: int):
     # Hidden names of async sugar could meet the head's: looked for (in one pass) if the
     # module may write any.
     facts = NameFacts.of(part.computations, LAZY.body_of, may_write_sugar(text), hashed=True)
-    return (header, outline, facts.plain(), references), part.computations
+    return header, outline, facts.plain(), references
 
 
 def _join(head, tail: list[Computation], tail_facts, text: str, filename: str, references: list):
