@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Sequence
 
 from ..errors import HloSyntaxError
 from ..ir.attributes import Attributes
@@ -45,7 +46,7 @@ class LazyComputation(Computation):
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
         """The body read before that this one repeats, once `read_all` found so."""
-        self.renamed: list[tuple[int, str]] = []
+        self.renamed: Sequence[tuple[int, str]] = ()
         """(position, name) of the instructions XLA's uniquer renames (the text writes
         another name): given them whenever the body is read."""
         self._opcodes: frozenset[str] | None = None
@@ -145,7 +146,7 @@ class Lazy:
         if isinstance(computation, LazyComputation):
             computation.read_keeping_outline()
 
-    def renamed(self, computation: Computation, names: list[tuple[int, str]]) -> None:
+    def renamed(self, computation: Computation, names: Sequence[tuple[int, str]]) -> None:
         if isinstance(computation, LazyComputation):
             computation.renamed = names
 
