@@ -14,7 +14,7 @@ from hloscope.speed.lazy import read_all
 from hloscope.speed import runtime
 from hloscope.errors import HloSyntaxError
 from hloscope.speed import split
-from hloscope.text.names import NameFacts, may_write_sugar, renames_needed, uniquify_instruction_names
+from hloscope.text.names import NameFacts, Renames, may_write_sugar, uniquify_instruction_names
 
 from .conftest import FIXTURES, fixture_ids, needs_xla
 
@@ -142,7 +142,7 @@ def test_the_halves_judge_renames_by_their_names_hashes_as_by_the_names(change):
     uniquify_instruction_names(comps)
     renamed = [i.name for c in comps for i in c.instructions] != before
     assert renamed == (change != "none")
-    assert renames_needed([head, tail]) == renamed == renames_needed([whole])
+    assert (Renames.of([head, tail]).roots != frozenset()) == renamed == (Renames.of([whole]).roots != frozenset())
 
 
 def _sugar_module(entry_names: tuple[str, str]) -> str:

@@ -250,11 +250,6 @@ class Renames:
         return cls(roots, tuple(touched) if roots else ())
 
 
-def renames_needed(parts: list[NameFacts]) -> bool:
-    """Whether making instruction names unique may rename any (`Renames.of`)."""
-    return Renames.of(parts).roots != frozenset()
-
-
 def _add_sugar(sugar: list, k: int, wrapped: list[str], names: list[str]) -> None:
     """`NameFacts.sugar`'s entry for the k-th computation, with these names and its sugar's
     wrapped opcodes."""
