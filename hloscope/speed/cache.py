@@ -237,8 +237,9 @@ def store(text: str, modules, key: str | None = None) -> None:
     runtime.trim()
 
 
-BACKGROUND_MIN_CHARS = 16 << 20
-"""From this size of text on, the outline is written by a child process (~0.3 s for 100 MB)."""
+BACKGROUND_MIN_CHARS = 4 << 20
+"""From this size of text on, the outline is written by a child process (~0.3 s for 100 MB),
+as a text is parsed in two (`split.MIN_CHARS`)."""
 
 
 def _write_outlines(path: str, modules) -> None:
