@@ -4,12 +4,15 @@ fusions call no fusions). Not a test; run on demand:
 
     python benchmarks/target_steps.py tpu 48 OUT.hlo        # fixtures/llama.py's HSDP step, v5e 2x4
     python benchmarks/target_steps.py gpu 96 OUT.hlo        # fixtures/generate.py's HSDP step, 8 H100
+    python benchmarks/target_steps.py tpu-flash 32 OUT.hlo  # the llama step with Pallas flash attention
 
 LAYERS unrolled layers (TPU: the llama step, layers unrolled, HSDP; GPU: gpu_hsdp_accum1's
-model at d_model 512, d_ff 2048, batch 8, seq 128, two microbatches). 48 TPU layers make a
-23 MB text, 96 GPU layers 18.6 MB; a step of a few layers fewer is a `diff` pair. Measure
-them with `python benchmarks/protocol.py --files A B`. The environment is the fixtures':
-JAX_PLATFORMS=cpu, eight host devices (set here before jax is imported).
+model at d_model 512, d_ff 2048, batch 8, seq 128, two microbatches; tpu-flash: the TPU
+step with Pallas flash attention, `tpu_custom_call` kernels under shard_map). 48 TPU layers
+make a 23 MB text, 96 GPU layers 18.6 MB, 16 and 32 tpu-flash layers 7.5 and 15 MB; a step
+of a few layers fewer is a `diff` pair. Measure them with `python benchmarks/protocol.py
+--files A B`. The environment is the fixtures': JAX_PLATFORMS=cpu, eight host devices (set
+here before jax is imported).
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import llama  # noqa: E402
 
 
 def compiled_text(target: str, layers: int) -> str:
-    """`compiled.as_text()` of the step of `target` ("tpu" or "gpu") with `layers` layers."""
-    if target == "tpu":
-        compiled, _ = llama.build_and_compile_llama("step", llama.llama_spec("hsdp", False, n_layers=layers))
+    """`compiled.as_text()` of the step of `target` ("tpu", "tpu-flash" or "gpu") with `layers` layers."""
+    if target in ("tpu", "tpu-flash"):
+        attention = "flash" if target == "tpu-flash" else "einsum"
+        spec = llama.llama_spec("hsdp", False, attention=attention, n_layers=layers)
+        compiled, _ = llama.build_and_compile_llama("step", spec)
     else:
         model = dict(n_layers=layers, d_model=512, d_ff=2048, batch=8, base_seq=128)
         spec = dict(generate.FIXTURES["gpu_hsdp_accum1"], accum=2, model=model)
