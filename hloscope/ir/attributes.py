@@ -518,3 +518,8 @@ class Attributes(Mapping[str, str]):
 
     def __repr__(self) -> str:
         return f"Attributes({self.raw!r})"
+
+
+NO_ATTRIBUTES = Attributes(())
+"""The attributes of a computation that writes none: one object serves them all (a lookup
+only ever finds nothing in it), not one per computation of a large module."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.attributes import Attributes
+from ..ir.attributes import NO_ATTRIBUTES, Attributes
 from ..ir.module import Computation
 from ..text.body import BodyText
 from .lazy import LAZY, LazyComputation
@@ -48,7 +48,6 @@ def computations_from_outline(data: dict[str, Any], text: str) -> list[Computati
             and all(x is None or type(x) is str for x in signatures) and all(type(x) is int for x in bodies)):
         raise ValueError("malformed outline")
     attributes_of = {int(i): Attributes([str(a) for a in tokens]) for i, tokens in data["attributes_of"].items()}
-    no_attributes = Attributes(())  # read-only, so one serves every computation without any
     starts, ends = bodies[0::4], bodies[1::4]
     # Every body must still be a braced span of this text (a check on the outline, not the hash).
     if not all(0 <= s < e <= len(text) and text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
@@ -57,7 +56,7 @@ def computations_from_outline(data: dict[str, Any], text: str) -> list[Computati
     add = comps.append
     for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
             zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
-        add(LAZY.computation(name, False, attributes_of.get(i, no_attributes), line, signature,
+        add(LAZY.computation(name, False, attributes_of.get(i, NO_ATTRIBUTES), line, signature,
                              BodyText(text, start, end, body_line, body_column)))
     for i, text_name in data["renamed"].items():
         comps[int(i)].text_name = str(text_name)

@@ -9,7 +9,7 @@ import lark
 from lark import Token, Transformer
 
 from ..errors import HloSyntaxError
-from ..ir.attributes import COMPUTATION_ATTRIBUTES, Attributes
+from ..ir.attributes import COMPUTATION_ATTRIBUTES, NO_ATTRIBUTES, Attributes
 from ..ir.module import Computation, Instruction
 from ..ir.shape import (
     UNKNOWN,
@@ -418,7 +418,7 @@ def computation_read_now(name_token, signature, body: BodyText, is_entry: bool,
     """The computation of a printed body with no computation written inline in it, read and
     checked at once: what the parser's `computation` rule makes of a COMPUTATION token."""
     return _finish_computation(name_token, body.instructions(), is_entry,
-                               Attributes([]) if attrs is None else attrs, signature, body.may_write_controls())
+                               NO_ATTRIBUTES if attrs is None else attrs, signature, body.may_write_controls())
 
 
 def _finish_computation(name_token, instructions, is_entry, attrs, signature,

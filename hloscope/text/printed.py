@@ -13,7 +13,7 @@ from lark import Token
 
 from .. import patterns
 from ..errors import HloSyntaxError
-from ..ir.attributes import Attributes
+from ..ir.attributes import NO_ATTRIBUTES
 from ..ir.module import Computation
 from ..ir.structure import PERCENT_NAME
 from .body import name_end_and_brace, printed_parts
@@ -121,7 +121,7 @@ def _printed_computations(patterns: _Patterns, text: str, pos: int, line: int, p
     comps = []
     for name, entry, line, column, signature, body, alike, end in tiles:
         if unread is not None:
-            comps.append(unread.computation(name.lstrip("%"), entry, Attributes([]), line, signature, body, alike))
+            comps.append(unread.computation(name.lstrip("%"), entry, NO_ATTRIBUTES, line, signature, body, alike))
             continue
         token = Token("NAME", name, line=line, column=column)
         comps.append(computation_read_now(token, signature, body, entry))
