@@ -487,8 +487,8 @@ def tpu_steps():
 
 
 def test_the_tpu_steps_are_there():
-    assert [p.name for p in LLAMA] == ["tpu_llama_dp_unroll", "tpu_llama_hsdp_unroll", "tpu_llama_hsdp_unroll_l6",
-                                       "tpu_llama_tp_scan_splash"]
+    assert [p.name for p in LLAMA] == ["tpu_llama_dp_unroll", "tpu_llama_hsdp_unroll", "tpu_llama_hsdp_unroll_flash",
+                                       "tpu_llama_hsdp_unroll_l6", "tpu_llama_tp_scan_splash"]
     assert [p.name for p in NEWER_TPU] == ["tpu_hsdp_accum1", "tpu_hsdp_large_accum1", "tpu_llama_dp_scan_b1024",
                                            "tpu_llama_dp_unroll", "tpu_llama_fsdp_scan_accum2"]
 

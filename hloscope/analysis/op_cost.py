@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
+from ..ir.attributes import decode_json
 from ..ir.module import Computation, Instruction
 from ..ir.opcodes import all_known, spellings
 from ..ir.opcodes import info as opinfo
@@ -447,8 +448,31 @@ def _outfeed(inst: Instruction, _: Pricer) -> Counts:
 
 
 def _custom_call(inst: Instruction, _: Pricer) -> Counts:
-    # What it runs is unknown: XLA's -1 marker is kept apart, in `opaque`.
-    return Counts(opaque=1)
+    # A kernel that states its own cost (below) costs that; what any other runs is unknown:
+    # XLA's -1 marker is kept apart, in `opaque`.
+    estimate = _stated_cost(inst)
+    return Counts(opaque=1) if estimate is None else estimate
+
+
+def _stated_cost(inst: Instruction) -> Counts | None:
+    """The cost a custom call's `backend_config` states for its kernel, or None: Pallas's
+    `CostEstimate`, which JAX writes into a TPU kernel's config (`custom_call_config`
+    `cost_estimate`: flops, transcendentals, bytes_accessed) and which libtpu's cost
+    analysis adds as it stands (a kernel without one costs nothing there)."""
+    if not inst.attributes.mentions("cost_estimate"):
+        return None  # most custom calls: no config is decoded
+    text = inst.attributes.uncached("backend_config")  # a kernel's config is large: not kept
+    config = decode_json(text) if text is not None else None
+    kernel = config.get("custom_call_config") if isinstance(config, dict) else None
+    estimate = kernel.get("cost_estimate") if isinstance(kernel, dict) else None
+    if not isinstance(estimate, dict):
+        return None
+    try:  # int64 fields, which the proto's JSON writes as strings
+        flops, transcendentals, bytes_accessed = (int(estimate.get(key, 0)) for key in
+                                                  ("flops", "transcendentals", "bytes_accessed"))
+    except (TypeError, ValueError):
+        return None
+    return Counts(flops=flops, transcendentals=transcendentals, bytes=bytes_accessed)
 
 
 def _fusion(inst: Instruction, c: Pricer) -> Counts:
