@@ -34,7 +34,7 @@ from .runtime import trim
 
 MIN_CHARS = 4 << 20
 """Below this a second job, and rebuilding its computations, gains too little (measured:
-10-25% off a cold command from 5 MB on, nothing to tell from noise at 2-3 MB; docs/speed.md)."""
+10-25% off a cold command from 5 MB on, smaller and mixed at 2-3 MB; docs/speed.md)."""
 
 # A body's closing brace, blank lines, then the header of the next computation.
 _BOUNDARY = re.compile(r"\n\}[ \t]*\r?\n(?:[ \t]*\r?\n)*(?=(?:ENTRY[ \t]+)?%?[A-Za-z_][\w.\-]*[ \t]+\()")
