@@ -156,9 +156,10 @@ class NameFacts:
     def of(cls, comps, body_of=lambda comp: None, sugar_elsewhere: bool = False, hashed: bool = False) -> NameFacts:
         """The facts of `comps`; `body_of(comp)`: its unread body's text, None once read.
         `sugar_elsewhere`: the module (these computations or others) may write async sugar,
-        whose hidden names could meet these: what they could meet is found in the same pass. `hashed`: keep the names' hashes, found one
-        computation at a time, not the names (a read body's names are its instructions'
-        strings, which cost nothing more to keep, an unread one's new strings)."""
+        whose hidden names could meet these: what they could meet is found in the same pass.
+        `hashed`: keep the names' hashes, found one computation at a time, not the names (a
+        read body's names are its instructions' strings, which cost nothing more to keep, an
+        unread one's new strings)."""
         names: list[str] | None = None if hashed else []
         hashes = array("q") if hashed else None
         zero_led: list[str] = []
