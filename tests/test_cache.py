@@ -45,6 +45,25 @@ def test_second_load_comes_from_the_cache_and_is_the_same(name, cache_home):
     assert second[0].collectives().to_dict() == first[0].collectives().to_dict()
 
 
+def _alike(module):
+    """Which computations the parse found of one text up to names (`LazyComputation.alike`):
+    each the first of its kind, or None."""
+    first: dict[int, str] = {}
+    return [None if c.alike is None else first.setdefault(id(c.alike), c.name) for c in module.computations]
+
+
+@pytest.mark.parametrize("name", ["cpu_scan_layers", "cpu_hsdp_accum2"])
+def test_the_outline_keeps_which_bodies_are_alike(name, cache_home):
+    """What the analyses ask of one body they know of those alike to it (hloscope.speed.facts):
+    a module made from the cache's outline finds the same bodies alike as the parse did."""
+    path = FIXTURES / name / "module.hlo.txt"
+    first = hloscope.load_all(path, lazy=True)
+    second = hloscope.load_all(path, lazy=True)
+    assert not any(getattr(c, "is_read", True) for c in second[0].computations)
+    assert _alike(second[0]) == _alike(first[0])
+    assert len(set(_alike(first[0])) - {None}) < len(first[0].computations) - 1  # some are alike
+
+
 def test_the_key_is_the_texts_hash_whether_read_plain_or_gzipped(cache_home, tmp_path):
     import gzip
 

@@ -80,11 +80,21 @@ def test_two_processes_read_the_same_copies(name, in_two, monkeypatch):
     text = (FIXTURES / name / "module.hlo.txt").read_text()
     (two,) = hloscope.parse_all(text, "f.hlo", lazy=True)
     assert in_two == [two]
-    head = {c.name for c in two.computations if getattr(c, "body", None) is not None and c.alike is None}
+    at = split._split_point(text)
+    head = {c.name for c in two.computations if getattr(c, "body", None) is not None and c.body.start < at}
     (one,) = _sequential(text, monkeypatch)
     copies = _copies(one)
     assert _copies(two) == copies
     assert any(original in head and name not in head for name, original in copies)  # across the parts
+    # Within each part, the bodies found alike are those the sequential parse finds alike.
+    for part in (head, {c.name for c in two.computations} - head):
+        assert _alike_pairs(two, part) == _alike_pairs(one, part)
+    assert _alike_pairs(two, head)
+
+
+def _alike_pairs(module, names):
+    comps = [c for c in module.computations if c.name in names and c.alike is not None]
+    return {(a.name, b.name) for a in comps for b in comps if a is not b and a.alike is b.alike}
 
 
 def _halves(text):

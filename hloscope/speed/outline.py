@@ -20,11 +20,14 @@ from .lazy import LAZY, LazyComputation
 def computations_outline(comps: list[Computation]) -> dict[str, Any] | None:
     """The outline of `comps`, or None when a body was read by the parse (not an outline)."""
     bodies = []
+    alike: list[int] = []
+    kinds: dict[int, int] = {}  # by id: the tokens live as long as `comps`
     for c in comps:
         body = c.body if isinstance(c, LazyComputation) else None
         if body is None:
             return None
         bodies += (body.start, body.end, body.line, body.column)
+        alike.append(-1 if c.alike is None else kinds.setdefault(id(c.alike), len(kinds)))
     return {
         "names": [c.name for c in comps],
         "entry": next((i for i, c in enumerate(comps) if c.is_entry), None),
@@ -35,6 +38,8 @@ def computations_outline(comps: list[Computation]) -> dict[str, Any] | None:
         "attributes_of": {str(i): c.attributes.written() for i, c in enumerate(comps) if c.attributes},
         # start, end, line, column of each body, one after the other.
         "bodies": bodies,
+        # Bodies of one text up to names (`LazyComputation.alike`): one number each, -1 for none.
+        "alike": alike,
     }
 
 
@@ -48,16 +53,23 @@ def computations_from_outline(data: dict[str, Any], text: str) -> list[Computati
             and all(x is None or type(x) is str for x in signatures) and all(type(x) is int for x in bodies)):
         raise ValueError("malformed outline")
     attributes_of = {int(i): Attributes([str(a) for a in tokens]) for i, tokens in data["attributes_of"].items()}
+    alike = data.get("alike", [-1] * n)
+    if not (len(alike) == n and all(type(k) is int for k in alike)):
+        raise ValueError("malformed outline")
+    tokens: dict[int, object] = {}
     starts, ends = bodies[0::4], bodies[1::4]
     # Every body must still be a braced span of this text (a check on the outline, not the hash).
     if not all(0 <= s < e <= len(text) and text[s] == "{" and text[e - 1] == "}" for s, e in zip(starts, ends)):
         raise ValueError("outline does not fit the text")
     comps = []
     add = comps.append
-    for i, (name, line, signature, start, end, body_line, body_column) in enumerate(
-            zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4])):
+    for i, (name, line, signature, start, end, body_line, body_column, kind) in enumerate(
+            zip(names, lines, signatures, starts, ends, bodies[2::4], bodies[3::4], alike)):
+        token = tokens.get(kind)
+        if token is None and kind != -1:
+            token = tokens[kind] = object()
         add(LAZY.computation(name, False, attributes_of.get(i, NO_ATTRIBUTES), line, signature,
-                             BodyText(text, start, end, body_line, body_column)))
+                             BodyText(text, start, end, body_line, body_column), token))
     for i, text_name in data["renamed"].items():
         comps[int(i)].text_name = str(text_name)
     for i, names in data.get("instructions_renamed", {}).items():
