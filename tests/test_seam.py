@@ -16,8 +16,11 @@ from hloscope.analysis import dataflow, sharing
 from hloscope.analysis.facts import PLAIN
 from hloscope.ir.opcodes import COLLECTIVE_KINDS
 from hloscope.speed.seam import parse_eagerly, parse_lazily
-from hloscope.speed.facts import TEXT_FACTS
+from hloscope.speed.facts import TextFacts
 from hloscope.speed.lazy import LazyComputation, read_all
+from hloscope.text.body import BodyText
+
+from .test_bad_input import xla_place
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "hloscope"
@@ -115,11 +118,12 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
     opcode_sets = [("all-gather",), ("gather", "scatter"), ("dynamic-update-slice", "scatter"), ("fusion",)]
     unread = [c for c in lazy.computations if isinstance(c, LazyComputation) and not c.is_read]
     unread_answers = []
+    facts = TextFacts()  # one for the module, as an analysis has: what it keeps of alike bodies is used
     for comp in lazy.computations:
-        unread_answers.append(([TEXT_FACTS.writes_any(comp, lit) for lit in literals],
-                               [TEXT_FACTS.holds_any(comp, ops) for ops in opcode_sets],
-                               TEXT_FACTS.fusion_in_place_operands(comp),
-                               TEXT_FACTS.elementwise_parameters(comp)))
+        unread_answers.append(([facts.writes_any(comp, lit) for lit in literals],
+                               [facts.holds_any(comp, ops) for ops in opcode_sets],
+                               facts.fusion_in_place_operands(comp),
+                               facts.elementwise_parameters(comp)))
     read_all(lazy)
     assert [c.name for c in lazy.computations] == [c.name for c in plain.computations]
     asked = 0
@@ -139,13 +143,94 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
             asked += 1
             assert elementwise == sharing._elementwise_parameters(comp), comp.name
         # A body known to repeat another holds its instructions up to names.
-        original = TEXT_FACTS.same_as(same)
+        original = facts.same_as(same)
         if original is not same:
             theirs = lazy.computation(original.name)
             assert [(i.opcode, i.shape.text) for i in same.instructions] == \
                    [(i.opcode, i.shape.text) for i in theirs.instructions]
     if any(i.opcode == "fusion" for c in unread for i in c.instructions):
         assert asked > 0  # the text did answer some: the comparison compared something
+
+
+_ALIKE_UP_TO_NAMES = """HloModule alike_up_to_names
+
+%fused_first (p0: f32[4], p1: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %p1 = f32[4]{0} parameter(1)
+  %n = f32[4]{0} negate(%p0)
+  %r = f32[4]{0} reverse(%p1), dimensions={0}
+  ROOT %a = f32[4]{0} add(%n, %r)
+}
+
+%fused_b (q0: f32[4], q1: f32[4]) -> f32[4] {
+  %q0 = f32[4]{0} parameter(0)
+  %q1 = f32[4]{0} parameter(1)
+  %n.1 = f32[4]{0} negate(%q1)
+  %r.1 = f32[4]{0} reverse(%q0), dimensions={0}
+  ROOT %a.1 = f32[4]{0} add(%n.1, %r.1)
+}
+
+%fused_c (x0: f32[4], x1: f32[4]) -> f32[4] {
+  %x0 = f32[4]{0} parameter(0)
+  %x1 = f32[4]{0} parameter(1)
+  %m = f32[4]{0} negate(%x0)
+  %s = f32[4]{0} reverse(%x1), dimensions={0}
+  ROOT %b = f32[4]{0} add(%m, %s)
+}
+
+%fused_d (y0: f32[4], y1: f32[4]) -> f32[4] {
+  %y0 = f32[4]{0} parameter(0)
+  %y1 = f32[4]{0} parameter(1)
+  %m.1 = f32[4]{0} negate(%y0)
+  %s.1 = f32[4]{0} reverse(%y1), dimensions={0}
+  ROOT %b.1 = f32[4]{0} add(%m.1, %s.1)
+}
+
+ENTRY %main (a: f32[4], b: f32[4]) -> (f32[4], f32[4], f32[4], f32[4]) {
+  %a.2 = f32[4]{0} parameter(0)
+  %b.2 = f32[4]{0} parameter(1)
+  %first = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_first
+  %fb = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_b
+  %fc = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_c
+  %fd = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_d
+  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(%first, %fb, %fc, %fd)
+}
+"""
+
+
+def test_bodies_alike_up_to_names_answer_alike_only_where_the_names_stand_one_for_one(monkeypatch):
+    """`%fused_b`, `%fused_c` and `%fused_d` are one text up to their `%name`s. In b the
+    negated parameter is the second; in c and d the first, c's names standing one for one
+    for d's. So d is answered as c was, without cutting it, and c is not answered as b was
+    (the parameters read element by element differ), each as the plain IR answers."""
+    assert xla_place(_ALIKE_UP_TO_NAMES) is None  # XLA's parser takes it
+    (lazy,) = parse_lazily(_ALIKE_UP_TO_NAMES, "alike.hlo")
+    (plain,) = parse_eagerly(_ALIKE_UP_TO_NAMES, "alike.hlo")
+    fused = [c for c in lazy.computations if c.name in ("fused_b", "fused_c", "fused_d")]
+    assert len({c.alike for c in fused}) == 1 and fused[0].alike is not None and not any(c.is_read for c in fused)
+    cut = []
+    operations_marked = BodyText.operations_marked
+    monkeypatch.setattr(BodyText, "operations_marked", lambda body: cut.append(body) or operations_marked(body))
+    facts = TextFacts()
+    answers = {c.name: facts.elementwise_parameters(c) for c in lazy.computations if c.name.startswith("fused")}
+    assert answers == {c.name: sharing._elementwise_parameters(c) for c in plain.computations
+                       if c.name.startswith("fused")}
+    assert answers["fused_b"] == {1} and answers["fused_c"] == answers["fused_d"] == {0}
+    assert [b.start for b in cut] == [c.body.start for c in lazy.computations if c.name in ("fused_first", "fused_b", "fused_c")]
+    # A body that writes a name bare answers for itself alone (it is cut each time).
+    cut.clear()
+    monkeypatch.setattr(BodyText, "operations_marked", lambda body: (cut.append(body) or operations_marked(body))[:1] + (False,))
+    facts = TextFacts()
+    assert [facts.elementwise_parameters(c) for c in fused] == [{1}, {0}, {0}] and len(cut) == 3
+
+
+def test_operations_say_whether_every_name_is_written_with_its_percent():
+    """What lets a body's answers stand for those of bodies alike up to their `%name`s: a
+    name written bare stays as it is in a body alike up to names, where it may name another
+    instruction."""
+    (module,) = parse_lazily(_ALIKE_UP_TO_NAMES.replace("negate(%y0)", "negate(y0)"), "bare.hlo")
+    marked = {c.name: c.unread_body().operations_marked()[1] for c in module.computations if c.name.startswith("fused")}
+    assert marked == {"fused_first": True, "fused_b": True, "fused_c": True, "fused_d": False}
 
 
 @pytest.mark.parametrize("folder", ["cpu_remat_dots", "cpu_scan_layers", "tpu_hsdp_accum2"])

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import cache, plain, runtime
-from .facts import TEXT_FACTS
+from .facts import TextFacts
 from .lazy import LAZY, check_elsewhere, read_all, settle
 
 if TYPE_CHECKING:  # loaded by `_parsing`, at the first parse
@@ -116,13 +116,13 @@ def analyzing(module, reads_all: bool = False):
     thousands of small objects, none garbage while it runs), the check of a lazily loaded module's unread
     bodies (the full parse's verdict) in a forked job meanwhile, settled before the answer.
     `reads_all`: the analysis reads every body; they are read first, each once, in text
-    order (`lazy.read_all`). Gives the facts the analysis asks (`facts.TEXT_FACTS`)."""
+    order (`lazy.read_all`). Gives the facts the analysis asks (`facts.TextFacts`)."""
     with runtime.no_cyclic_gc():
         check_elsewhere(module, runtime.FORKING)
         try:
             if reads_all:
                 read_all(module)
-            yield TEXT_FACTS
+            yield TextFacts()
             settle(module)
         finally:
             check_elsewhere(module, None)

@@ -125,7 +125,13 @@ class BodyText:
         read cuts them but with nothing else built (no shapes, attributes or links): what a
         question about the body's dataflow alone needs. A parameter's one "operand" is its
         number."""
+        return self.operations_marked()[0]
+
+    def operations_marked(self) -> tuple[list[tuple[str, str, list[str]]], bool]:
+        """(`operations()`, whether every name they hold is written with its `%`): then a
+        body alike up to its `%name`s, one name for one, has the same operations renamed."""
         out = []
+        marked = True
         for m in self._cut(lambda m, tail, line, column: m):
             name, opcode, group = m.group(2, 4, 5)
             opcode = opcode.rstrip()
@@ -137,9 +143,12 @@ class BodyText:
                 inner = group[1:-1]
                 if "{" in inner:
                     inner = LAYOUTS.sub("", inner)
-                operands = [o.lstrip("%") for o in operand_names(inner)]
+                written = operand_names(inner)
+                operands = [o.lstrip("%") for o in written]
+                marked = marked and all(o[0] == "%" for o in written)
+            marked = marked and name[0] == "%"
             out.append((name.lstrip("%"), opcode, operands))
-        return out
+        return out, marked
 
     def instruction_named(self, name: str) -> Instruction | None:
         """The instruction `name`, cut from its line as a whole read would cut it, operands
