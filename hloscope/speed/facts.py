@@ -17,10 +17,11 @@ from .lazy import LazyComputation, holds_any
 
 class TextFacts(Facts):
     """Answers from the unread text where there is one, else the plain ones; one per
-    analysis, which keeps what it found of bodies alike (`elementwise_parameters`)."""
+    analysis, which keeps what it found of bodies alike (`holds_any`, `elementwise_parameters`)."""
 
     def __init__(self):
         self._elementwise: dict[tuple[object, tuple[int, ...]], frozenset[int] | None] = {}
+        self._holds: dict[tuple[object, tuple[str, ...]], bool] = {}
 
     def same_as(self, comp: Computation) -> Computation:
         if isinstance(comp, LazyComputation) and comp.copy_of is not None:
@@ -31,7 +32,16 @@ class TextFacts(Facts):
         return comp.mentions(literals) if isinstance(comp, LazyComputation) else True
 
     def holds_any(self, comp: Computation, opcodes: tuple[str, ...]) -> bool:
-        return holds_any(comp, opcodes)
+        # From an unread body's text: opcodes written after a blank, which no `%name` holds,
+        # so bodies of one text up to names (the same token) answer alike.
+        alike = comp.alike if isinstance(comp, LazyComputation) and comp.unread_body() is not None else None
+        if alike is None:
+            return holds_any(comp, opcodes)
+        key = (alike, opcodes)
+        found = self._holds.get(key)
+        if found is None:
+            found = self._holds[key] = holds_any(comp, opcodes)
+        return found
 
     def fusion_in_place_operands(self, fused: Computation):
         # The few instructions followed from the root, each cut from its own line.
