@@ -142,8 +142,11 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())
         # Instructions defining what dies now: an operand not among them cannot hand over its
-        # slot (a quick test before the full one).
+        # slot (a quick test before the full one). And, per instruction, the values its
+        # operands could hand over now: the same for each value it defines (a combined
+        # all-reduce defines hundreds).
         dying = None
+        candidates: dict[Instruction, list[Value]] = {}
         for v in defined.get(i, ()):
             g = first_in_buffer.get(v.buffer)
             if g is not None:
@@ -163,7 +166,10 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
                     dying = {w.instruction for w in freed_now}
                 # XLA tries every value of every operand, in operand order and then by value
                 # id, whose defining instruction is itself an operand (IsUserOf).
-                for ov in _operand_values(inst, value_sets, dying):
+                found = candidates.get(inst)
+                if found is None:
+                    found = candidates[inst] = _operand_values(inst, value_sets, dying)
+                for ov in found:
                     if ov not in temp_set or buffer_count.get(ov.buffer, 0) > 1:
                         continue
                     if ranges[ov][1] != i or ov not in freed_now:
@@ -235,18 +241,20 @@ def _operand_values(inst: Instruction, value_sets, dying) -> list[Value]:
     them: `inst`'s operands in order, each one's values by id, keeping those defined by an
     instruction that is itself an operand of `inst` and defines a value dying now."""
     operands = inst.operands
+    among: set[Instruction] | None = None  # the operands, as a set once one is looked for
     out = []
     for operand in operands:
         vs = value_sets.get(operand)
         if not vs:
             continue
-        if len(vs) == 1:
-            ov = next(iter(vs.values()))
-            if ov.instruction in dying and (ov.instruction is operand or ov.instruction in operands):
-                out.append(ov)
-            continue
-        for ov in sorted(vs.values(), key=_value_id):
-            if ov.instruction in dying and (ov.instruction is operand or ov.instruction in operands):
+        for ov in vs.values() if len(vs) == 1 else sorted(vs.values(), key=_value_id):
+            defining = ov.instruction
+            if defining in dying:
+                if defining is not operand:
+                    if among is None:
+                        among = set(operands)
+                    if defining not in among:
+                        continue
                 out.append(ov)
     return out
 
