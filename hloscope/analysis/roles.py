@@ -557,16 +557,18 @@ def _entry_parameter_roles(module, model: MemoryModel) -> dict[Instruction, str]
 
 def _read_by_forward(model: MemoryModel) -> set[Instruction]:
     """Entry parameters whose values reach an op of the forward pass, through the positions
-    XLA's dataflow gives them (tuples, loop carries, calls) and any computation on the way."""
+    XLA's dataflow gives them (tuples, loop carries, calls) and any computation on the way.
+    A search that reaches none has seen values that reach none: later searches stop at them
+    (an optimizer's states all flow into the step's outputs)."""
     df = model.dataflow
-    entry_params = {p for p in model.module.entry.parameters}
     found: set[Instruction] = set()
-    for p in entry_params:
+    reach_none: set[int] = set()
+    for p in model.module.entry.parameters:
         work = [v for v in df.value_sets.get(p, {}).values()]
         seen: set[int] = set()
         while work and p not in found:
             v = work.pop()
-            if v.id in seen:
+            if v.id in seen or v.id in reach_none:
                 continue
             seen.add(v.id)
             for user, _, _ in v.uses:
@@ -575,6 +577,8 @@ def _read_by_forward(model: MemoryModel) -> set[Instruction]:
                     break
                 # Conversions and moves on the way (f32 weights cast to bf16, gathered, copied).
                 work.extend(df.value_sets.get(user, {}).values())
+        if p not in found:
+            reach_none |= seen
     return found
 
 
