@@ -46,6 +46,7 @@ so the roles add up to `argument_bytes + output_bytes - alias_bytes + temp_max_l
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 from dataclasses import dataclass, field
 
@@ -558,16 +559,17 @@ def _entry_parameter_roles(module, model: MemoryModel) -> dict[Instruction, str]
 def _read_by_forward(model: MemoryModel) -> set[Instruction]:
     """Entry parameters whose values reach an op of the forward pass, through the positions
     XLA's dataflow gives them (tuples, loop carries, calls) and any computation on the way.
-    A search that reaches none has seen values that reach none: later searches stop at them
-    (an optimizer's states all flow into the step's outputs)."""
+    Breadth first: a weight's forward reader is a few ops away, past others that lead far
+    (its optimizer update). A search that reaches none has seen values that reach none: later
+    searches stop at them (an optimizer's states all flow into the step's outputs)."""
     df = model.dataflow
     found: set[Instruction] = set()
     reach_none: set[int] = set()
     for p in model.module.entry.parameters:
-        work = [v for v in df.value_sets.get(p, {}).values()]
+        work = collections.deque(df.value_sets.get(p, {}).values())
         seen: set[int] = set()
         while work and p not in found:
-            v = work.pop()
+            v = work.popleft()
             if v.id in seen or v.id in reach_none:
                 continue
             seen.add(v.id)
