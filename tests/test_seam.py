@@ -152,49 +152,34 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
         assert asked > 0  # the text did answer some: the comparison compared something
 
 
-_ALIKE_UP_TO_NAMES = """HloModule alike_up_to_names
+def _fused(name: str, p: str, q: str, negated: str, reversed_: str, suffix: str) -> str:
+    """One text up to its `%name`s: a fused computation negating one parameter and reversing
+    the other (`negated`, `reversed_`: `p` or `q`), its names ending in `suffix`."""
+    return f"""%{name} ({p}: f32[4], {q}: f32[4]) -> f32[4] {{
+  %{p} = f32[4]{{0}} parameter(0)
+  %{q} = f32[4]{{0}} parameter(1)
+  %n{suffix} = f32[4]{{0}} negate(%{negated})
+  %r{suffix} = f32[4]{{0}} reverse(%{reversed_}), dimensions={{0}}
+  ROOT %a{suffix} = f32[4]{{0}} add(%n{suffix}, %r{suffix})
+}}
+"""
 
-%fused_first (p0: f32[4], p1: f32[4]) -> f32[4] {
-  %p0 = f32[4]{0} parameter(0)
-  %p1 = f32[4]{0} parameter(1)
-  %n = f32[4]{0} negate(%p0)
-  %r = f32[4]{0} reverse(%p1), dimensions={0}
-  ROOT %a = f32[4]{0} add(%n, %r)
-}
 
-%fused_b (q0: f32[4], q1: f32[4]) -> f32[4] {
-  %q0 = f32[4]{0} parameter(0)
-  %q1 = f32[4]{0} parameter(1)
-  %n.1 = f32[4]{0} negate(%q1)
-  %r.1 = f32[4]{0} reverse(%q0), dimensions={0}
-  ROOT %a.1 = f32[4]{0} add(%n.1, %r.1)
-}
+_ALIKE_UP_TO_NAMES = f"""HloModule alike_up_to_names
 
-%fused_c (x0: f32[4], x1: f32[4]) -> f32[4] {
-  %x0 = f32[4]{0} parameter(0)
-  %x1 = f32[4]{0} parameter(1)
-  %m = f32[4]{0} negate(%x0)
-  %s = f32[4]{0} reverse(%x1), dimensions={0}
-  ROOT %b = f32[4]{0} add(%m, %s)
-}
-
-%fused_d (y0: f32[4], y1: f32[4]) -> f32[4] {
-  %y0 = f32[4]{0} parameter(0)
-  %y1 = f32[4]{0} parameter(1)
-  %m.1 = f32[4]{0} negate(%y0)
-  %s.1 = f32[4]{0} reverse(%y1), dimensions={0}
-  ROOT %b.1 = f32[4]{0} add(%m.1, %s.1)
-}
-
-ENTRY %main (a: f32[4], b: f32[4]) -> (f32[4], f32[4], f32[4], f32[4]) {
-  %a.2 = f32[4]{0} parameter(0)
-  %b.2 = f32[4]{0} parameter(1)
-  %first = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_first
-  %fb = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_b
-  %fc = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_c
-  %fd = f32[4]{0} fusion(%a.2, %b.2), kind=kLoop, calls=%fused_d
-  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(%first, %fb, %fc, %fd)
-}
+{_fused("fused_first", "p0", "p1", "p0", "p1", "")}
+{_fused("fused_b", "q0", "q1", "q1", "q0", ".1")}
+{_fused("fused_c", "x0", "x1", "x0", "x1", ".2")}
+{_fused("fused_d", "y0", "y1", "y0", "y1", ".3")}
+ENTRY %main (in0: f32[4], in1: f32[4]) -> (f32[4], f32[4], f32[4], f32[4]) {{
+  %in0 = f32[4]{{0}} parameter(0)
+  %in1 = f32[4]{{0}} parameter(1)
+  %first = f32[4]{{0}} fusion(%in0, %in1), kind=kLoop, calls=%fused_first
+  %fb = f32[4]{{0}} fusion(%in0, %in1), kind=kLoop, calls=%fused_b
+  %fc = f32[4]{{0}} fusion(%in0, %in1), kind=kLoop, calls=%fused_c
+  %fd = f32[4]{{0}} fusion(%in0, %in1), kind=kLoop, calls=%fused_d
+  ROOT %t = (f32[4]{{0}}, f32[4]{{0}}, f32[4]{{0}}, f32[4]{{0}}) tuple(%first, %fb, %fc, %fd)
+}}
 """
 
 
