@@ -9,6 +9,7 @@ roles, cost) ask here.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 
@@ -47,10 +48,15 @@ def backward_start_step(time: Mapping[Instruction, int]) -> int | None:
     first op JAX puts in it that recomputes nothing and reads a value the forward pass made.
     XLA may schedule at any time what depends on nothing the forward pass computes (zeros a
     gradient is later added into, the one-hot of the labels, weights gathered for later, a
-    remat's recomputation): those do not start it. None without such metadata."""
-    steps = [t for inst, t in time.items()
-             if side_of(inst.op_name) == BACKWARD and not recomputes(inst) and any(_of_forward(o) for o in inst.operands)]
-    return min(steps, default=None)
+    remat's recomputation): those do not start it. None without such metadata. (Steps in
+    order, up to the first such op: the backward pass is half a step's ops.)"""
+    for inst, t in sorted(time.items(), key=_step):
+        if side_of(inst.op_name) == BACKWARD and not recomputes(inst) and any(_of_forward(o) for o in inst.operands):
+            return t
+    return None
+
+
+_step = operator.itemgetter(1)
 
 
 def _of_forward(inst: Instruction, depth: int = 0) -> bool:
