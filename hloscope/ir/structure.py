@@ -20,6 +20,15 @@ name, a name this cuts short would not be its instruction's, and the copies' rec
 not fit (hloscope.speed.copies): such a body is read, not copied."""
 
 
+def name_pattern(names: list[str]) -> tuple[int, ...]:
+    """Where each of `names` first stands among them: two lists of names stand one for one,
+    place by place (each always for the same other, no two for one), exactly when their
+    patterns are equal. Two bodies of one text up to their `%name`s whose names do are the
+    same body renamed."""
+    first: dict[str, int] = {}
+    return tuple([first.setdefault(name, len(first)) for name in names])
+
+
 def structure(comp: Computation, callee_key: Callable[[Computation], Hashable] | None = None) -> Hashable:
     """Equal for two computations only when they hold the same instructions in the same order
     (opcode, shape, operands by position, attributes and literal as written, parameter number,

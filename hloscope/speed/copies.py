@@ -33,7 +33,7 @@ import re
 
 from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction
-from ..ir.structure import PERCENT_NAME, callees_written
+from ..ir.structure import PERCENT_NAME, callees_written, name_pattern
 
 
 _CUT_AT_NAMES = re.compile(f"({PERCENT_NAME.pattern})", re.ASCII)
@@ -72,13 +72,13 @@ def _digest(key: str) -> bytes:
 class Original:
     """A body read in the pass, which later bodies repeating it are copies of."""
 
-    __slots__ = ("computation", "distinct", "instructions", "line", "names", "recipe")
+    __slots__ = ("computation", "instructions", "line", "names", "pattern", "recipe")
 
     def __init__(self, computation: Computation, instructions: list[Instruction], names: list[str], line: int):
         self.computation = computation
         self.instructions = instructions
         self.names = names
-        self.distinct = len(set(names))
+        self.pattern = name_pattern(names)
         self.line = line
         self.recipe: list | None = None  # built at the first copy: most bodies are never repeated
 
@@ -103,8 +103,7 @@ class Original:
         """`names`, the `%name`s of a body that repeats this one up to them, when they stand
         one for one for the original's (it then reads as a copy, without an error but for
         its header's result); else None."""
-        if len(names) != len(self.names) or len(set(zip(self.names, names))) != self.distinct \
-                or len(set(names)) != self.distinct:
+        if name_pattern(names) != self.pattern:
             return None
         if self.recipe is None:
             self.recipe = self._recipe() or []  # [] once found not to fit: every repeat is read

@@ -11,7 +11,7 @@ from ..analysis.dataflow import in_place_operands_from
 from ..analysis.facts import Facts
 from ..analysis.sharing import elementwise_parameters_of
 from ..ir.module import Computation
-from ..ir.structure import PERCENT_NAME
+from ..ir.structure import PERCENT_NAME, name_pattern
 from .lazy import LazyComputation, holds_any
 
 
@@ -63,7 +63,7 @@ class TextFacts(Facts):
         # one (the same pattern), have the same operations renamed, where those write every
         # name with its `%`: the same parameters. The names are found in a fraction of the
         # time of cutting the body.
-        key = (alike, _pattern(PERCENT_NAME.findall(body.source, body.start, body.end)))
+        key = (alike, name_pattern(PERCENT_NAME.findall(body.source, body.start, body.end)))
         answer = self._elementwise.get(key, _UNKNOWN)
         if answer is _UNKNOWN:
             operations, marked = body.operations_marked()
@@ -75,9 +75,3 @@ class TextFacts(Facts):
 
 _UNKNOWN = object()
 
-
-def _pattern(names: list[str]) -> tuple[int, ...]:
-    """Where each of `names` first stands among them: two lists of names stand one for one
-    (each always for the same other, no two for one) exactly when their patterns are equal."""
-    first: dict[str, int] = {}
-    return tuple([first.setdefault(name, len(first)) for name in names])
