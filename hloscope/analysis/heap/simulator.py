@@ -139,14 +139,14 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
     clock = 0
     event: dict[Value, list[int]] = {}
     trace = _Trace() if peak_buffers else _UNTRACED
+    candidates: dict[Instruction, list[Value]] = {}  # a step's, made anew with its `dying`
     for i in sorted(defined.keys() | freed.keys()):
         freed_now = freed.get(i, ())
         # Instructions defining what dies now: an operand not among them cannot hand over its
         # slot (a quick test before the full one). And, per instruction, the values its
         # operands could hand over now: the same for each value it defines (a combined
         # all-reduce defines hundreds).
-        dying = None
-        candidates: dict[Instruction, list[Value]] = {}
+        dying: set[Instruction] | None = None
         for v in defined.get(i, ()):
             g = first_in_buffer.get(v.buffer)
             if g is not None:
@@ -163,7 +163,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             if (may_share is not None and freed_now and buffer_count.get(v.buffer, 0) == 1
                     and inst.info.shares_operand_buffer and (may_share_any is None or may_share_any(inst))):
                 if dying is None:
-                    dying = {w.instruction for w in freed_now}
+                    dying, candidates = {w.instruction for w in freed_now}, {}
                 # XLA tries every value of every operand, in operand order and then by value
                 # id, whose defining instruction is itself an operand (IsUserOf).
                 found = candidates.get(inst)
@@ -216,7 +216,7 @@ def simulate_heap(dataflow: Dataflow, live: LiveRanges, temp: list[Value], align
             g.born, g.dies = min(map(_first, events)), max(map(_second, events))
             g.span = g.born - g.dies
     # What the replay needed and the packing does not: let the packing reuse its memory.
-    del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp
+    del event, group_of, first_in_buffer, defined, freed, buffer_count, buffer_sizes, temp_set, temp, candidates
     del may_share, may_share_any
     # The no-fragmentation figure: bytes live per step, each group counted once per step.
     delta = [0] * (end_step + 2)
