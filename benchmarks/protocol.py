@@ -158,7 +158,7 @@ MECHANISMS = (
               patches=(("set", "hloscope.speed.cache", "BACKGROUND_MIN_CHARS", BIG),),
               where="hloscope/speed/cache.py store (BACKGROUND_MIN_CHARS, before runtime.in_background)"),
     Mechanism("copies", "a body repeating one read before, up to names, made from it instead of read", "patch",
-              patches=(("const", "hloscope.speed.lazy", "copies_of", [None, [], []]),),
+              patches=(("const", "hloscope.speed.lazy", "copies_of", [None, [], [], None, 0]),),
               where="hloscope/speed/lazy.py read_all / _read_or_copy / Verdict._first_error (copies_of)"),
     Mechanism("repeats skip the pattern", "the lazy cut: a body matched before up to names is not matched again",
               "patch", patches=(("const", "hloscope.text.printed", "_matched_before", (None, None, None)),),

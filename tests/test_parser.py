@@ -179,14 +179,14 @@ def _as_read(comp) -> list[tuple]:
 
 def test_bodies_read_as_copies_are_what_a_read_finds():
     """`Module.read_all` reads a body that repeats one read before, up to the names of its
-    instructions, as a copy of it (hloscope.speed.copies): every instruction, operand, user,
-    line, attribute and callee is what the full parse finds, on the fixtures and the corpus,
-    and a verdict (an error) is the full parse's."""
+    instructions (and metadata values), as a copy of it (hloscope.speed.copies): every
+    instruction, operand, user, line, attribute and callee is what the full parse finds, on
+    the fixtures and the corpus, and a verdict (an error) is the full parse's."""
     from hloscope.ir.structure import structure
 
     from .conftest import corpus_texts_or_none, fixture_texts
 
-    copies = 0
+    copies = own_metadata = 0
     for text in fixture_texts() + corpus_texts_or_none():
         try:
             eager = hloscope.parse_all(text)
@@ -210,7 +210,10 @@ def test_bodies_read_as_copies_are_what_a_read_finds():
                 if getattr(y, "copy_of", None) is not None:
                     copies += 1
                     assert _as_read(getattr(y, "copy_of", None)) == _as_read(a.computation(getattr(y, "copy_of", None).name))
+                recipe = getattr(y, "recipe", None)
+                own_metadata += recipe is not None and getattr(y, "copy_of", None) is not recipe.computation
     assert copies > 100  # the fixtures' unrolled layers repeat their fusions
+    assert own_metadata > 100  # and many differ from the first in their metadata alone
 
 
 def _any_callee(_):
@@ -340,6 +343,62 @@ def test_a_repeat_with_an_error_reports_it(error, how):
         read_all(lazy) if how == "read_all" else lazy.entry.instructions
     assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
                                                                       full.value.column)
+
+
+def _layer(k: int, layer: str, before: str = "", op_name: str | None = None) -> str:
+    """A fused body as a model's layer prints it: its metadata names the layer."""
+    neg = op_name or f"jit(step)/{layer}/neg"
+    return f"""
+%f.{k} (p: f32[4,8]) -> f32[4] {{
+  %p.{k} = f32[4,8]{{1,0}} parameter(0)
+  %n.{k} = f32[4,8]{{1,0}} negate(f32[4,8]{{1,0}} %p.{k}){before}, metadata={{op_name="{neg}" source_file="model.py" source_line=10}}
+  %z.{k} = f32[] constant(0)
+  ROOT %r.{k} = f32[4]{{0}} reduce(f32[4,8]{{1,0}} %n.{k}, f32[] %z.{k}), dimensions={{1}}, to_apply=%add, metadata={{op_name="jit(step)/{layer}/sum" source_file="model.py" source_line=11}}
+}}
+"""
+
+
+_QUOTED = r', frontend_attributes={note="a, metadata={op_name=\"b\"} c"}'
+"""An attribute whose string writes what looks like a metadata value."""
+
+_LAYERS = ("HloModule m\n\n%add (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n"
+           "  %y = f32[] parameter(1)\n  ROOT %s = f32[] add(f32[] %x, f32[] %y)\n}\n"
+           + _layer(1, "layers_0") + _layer(2, "layers_1") + _layer(3, "layers_1")
+           + _layer(4, "layers_2", op_name="jit(step)/layers_2/%neg")
+           + _layer(5, "layers_0", before=', frontend_attributes={k="v"}')
+           + _layer(6, "layers_3", before=', frontend_attributes={k="v"}')
+           + _layer(7, "layers_0", before=_QUOTED) + _layer(8, "layers_4", before=_QUOTED)
+           + "\nENTRY %e (a: f32[4,8]) -> f32[4] {\n  %a = f32[4,8]{1,0} parameter(0)\n"
+           + "".join(f"  %fusion.{k} = f32[4]{{0}} fusion(f32[4,8]{{1,0}} %a), kind=kInput, calls=%f.{k}\n"
+                     for k in range(1, 9))
+           + "  ROOT %w = f32[4]{0} add(f32[4]{0} %fusion.1, f32[4]{0} %fusion.2)\n}\n")
+
+
+def test_a_repeat_up_to_names_and_metadata_writes_its_own_metadata():
+    """A model's layers differ in their metadata alone. f.2 repeats f.1 up to names and
+    metadata: a copy of it (`recipe`) writing its own metadata, so not `copy_of` f.1 (what
+    analyses ask of f.1 may depend on the metadata). f.3 repeats f.2 up to names: the same
+    as f.2. f.4 writes a `%` in its metadata, f.8 a metadata value inside a string (its
+    other metadata as f.7's): read. f.6, whose metadata follows a quoted string, repeats
+    f.5. Every body is what the full parse reads, and XLA's parser takes the module."""
+    from .test_bad_input import xla_place
+
+    assert xla_place(_LAYERS) is None
+    m = hloscope.parse(_LAYERS, lazy=True)
+    read_all(m)
+
+    def recipe(name):
+        found = getattr(m.computation(name), "recipe", None)
+        return found.computation.name if found is not None else None
+
+    assert {c.name: recipe(c.name) for c in m.computations if recipe(c.name)} == {"f.2": "f.1", "f.3": "f.1", "f.6": "f.5"}
+    copy_of = {c.name: getattr(c, "copy_of", None) for c in m.computations}
+    assert copy_of["f.2"] is None and copy_of["f.6"] is None and copy_of["f.3"] is m.computation("f.2")
+    assert not getattr(m.computation("f.3"), "is_read", True)  # made when asked for, as f.2
+    assert m.computation("f.2").root.op_name == "jit(step)/layers_1/sum"
+    eager = hloscope.parse(_LAYERS)
+    for comp in m.computations:
+        assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name
 
 
 def _outline_of(modules) -> list:

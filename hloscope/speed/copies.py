@@ -24,6 +24,16 @@ rules, which count callees) then says of the copy what it said of the original, 
 without an error; the caller checks each copy's root against its own header, which is not
 part of the body. Callees are the module's to check (`references.check_references`), and an
 analysis that prices or models a copy by its original asks about the copy's own callees.
+
+A model's layers often differ in their metadata alone (`op_name=".../layers_17/..."`: on a
+64-layer GPU step, 5,766 bodies are 5,766 texts up to names, 199 up to names and metadata).
+Bodies are therefore keyed by their text up to names and the values of `metadata={...}`: a
+copy whose metadata differs from its original's writes its own, where the original's
+metadata attributes are (`LazyComputation.copy_of` stays None for it: what analyses ask of
+the original, e.g. whether an op recomputes, may depend on the metadata). A value is left
+out of the key where it is a brace group of plain characters and double-quoted strings on
+one line; an original's copies are made so only where each such value is one instruction's
+`metadata` attribute (else they are read): any other value there reads the same way.
 """
 
 from __future__ import annotations
@@ -37,30 +47,77 @@ from ..ir.structure import PERCENT_NAME, callees_written, name_pattern
 
 
 _CUT_AT_NAMES = re.compile(f"({PERCENT_NAME.pattern})", re.ASCII)
+_METADATA = re.compile(r""", metadata=(\{(?:[^{}"'\n]++|"(?:[^"\\\n]++|\\.)*+")*+\})""")
+"""A `metadata=` value that a copy may write its own of: braces around plain characters and
+double-quoted strings, on one line (the grammar reads any such as one group), after `, ` as
+XLA prints it (a literal start keeps the search fast)."""
+_ANOTHER = "\x00"
+"""What stands for each metadata value in a key (a text that writes it is keyed whole)."""
 
 
-def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple[Original | None, tuple, list[str]]:
-    """(the original `text` repeats, (), its `%name`s) when one was read in this pass
-    (`copies`, a dict kept for the pass); else (None, the keys under which the caller keeps
-    this body as an original once read: `copies[key] = Original.of(...)` for each, its
-    `%name`s), or (None, (), its `%name`s) when a body written so was read already and
-    cannot be copied.
+def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple:
+    """What this pass (`copies`, a dict kept for it) knows of a body written `text`:
+    (original, keys, names, same, values):
 
-    A body's key is (a digest of) its text up to names (`printed.up_to_names`); `alike`, when
-    the lazy parse found that text, is a token that stands for it (`LazyBody.alike`): the
-    names are then all there is to find. Bodies of a text parsed in two parts meet under
-    the text."""
+    - `original`: the body read before that it repeats, up to names (`same`, the
+      computation it repeats so, is then that one or a copy of it), or up to names and
+      metadata values (`same` None: it writes its own); else None;
+    - `keys`: those under which the caller keeps this body as an original once read
+      (`copies[key] = Original.of(...)` for each), or as a copy writing its own metadata
+      (`alike_to`); () when one written so was read already;
+    - its `%name`s; `values`: how many metadata values a key leaves out.
+
+    The keys are (digests of) its text up to names, and up to names and metadata values.
+    `alike`, when the lazy parse found the text up to names, is a token that stands for it
+    (`LazyBody.alike`): the names are then all there is to find. Bodies of a text parsed in
+    two parts meet under the keys."""
     if alike is not None and alike in copies:
-        return copies[alike], (), PERCENT_NAME.findall(text)
+        original, same = _found(copies[alike])
+        return original, (), PERCENT_NAME.findall(text), same, 0
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
-    key, names = _digest("%".join(parts[0::2])), parts[1::2]
+    names, written = parts[1::2], "%".join(parts[0::2])
+    key = _digest(written)
     if key in copies:
-        original = copies[key]
-        if alike is not None:
-            copies[alike] = original
-        return original, (), names
-    return None, (key,) if alike is None else (key, alike), names
+        found = copies[key]
+        if alike is not None and found is not None:
+            copies[alike] = found
+        original, same = _found(found)
+        return original, (), names, same, 0
+    keys = (key,) if alike is None else (key, alike)
+    pieces = _METADATA.split(written)
+    if len(pieces) == 1 or _ANOTHER in written:
+        return None, keys, names, None, 0
+    free = _digest(_ANOTHER.join(pieces[0::2]))
+    original = copies.get(free)
+    if original is not None:  # its metadata differs (else the first key would have found it)
+        return original, keys, names, None, len(pieces) // 2
+    return None, (free, *keys), names, None, len(pieces) // 2
+
+
+def alike_to(copies: dict, keys: tuple, original: Original, computation) -> None:
+    """Keep `computation`, a copy of `original` whose metadata differs from it, under the
+    `keys` `copies_of` gave: later bodies written alike up to names are the same as it."""
+    for key in keys:
+        copies[key] = (original, computation)
+
+
+def _found(found) -> tuple:
+    """(original, the computation a body is the same as up to names) of what `copies` keeps."""
+    if found is None:
+        return None, None
+    return found if found.__class__ is tuple else (found, found.computation)
+
+
+def written_in(text: str) -> tuple[list[str], list[str]]:
+    """A body's `%name`s outside its metadata values, and those values."""
+    pieces = _METADATA.split(text)
+    return PERCENT_NAME.findall(_ANOTHER.join(pieces[0::2])), pieces[1::2]
+
+
+def metadata_values(text: str) -> int:
+    """How many metadata values `copies_of` leaves out of a body's key."""
+    return len(_METADATA.findall(text))
 
 
 def _digest(key: str) -> bytes:
@@ -72,27 +129,34 @@ def _digest(key: str) -> bytes:
 class Original:
     """A body read in the pass, which later bodies repeating it are copies of."""
 
-    __slots__ = ("computation", "instructions", "line", "names", "pattern", "recipe")
+    __slots__ = ("computation", "instructions", "line", "names", "own_recipe", "pattern", "recipe", "values")
 
-    def __init__(self, computation: Computation, instructions: list[Instruction], names: list[str], line: int):
+    def __init__(self, computation: Computation, instructions: list[Instruction], names: list[str],
+                 values: int, line: int):
         self.computation = computation
         self.instructions = instructions
         self.names = names
+        self.values = values
+        """How many metadata values its key leaves out (`copies_of`)."""
         self.pattern = name_pattern(names)
         self.line = line
         self.recipe: list | None = None  # built at the first copy: most bodies are never repeated
+        self.own_recipe: list | None = None
+        """The recipe of copies that write their own metadata values."""
 
     @classmethod
     def of(cls, computation: Computation, instructions: list[Instruction], text: str,
-           line: int, names: list[str]) -> Original | None:
-        """The body read from `text` at `line` (its `%name`s: `names`) as an original, or None
-        when its copies could not be read so (see the module's docstring)."""
+           line: int, names: list[str], values: int) -> Original | None:
+        """The body read from `text` at `line` (its `%name`s, and how many metadata values its
+        key leaves out: `copies_of`) as an original, or None when its copies could not be
+        read so (see the module's docstring)."""
         # Where each name stands is found at the first copy (`_recipe`): most bodies have none.
         # Nor one with instructions its text does not write: nested ones, and the
         # get-tuple-elements of `t#i` operands (a `#` may also be in a layout or a string).
+        # A `%` in a metadata value: a copy keyed alike up to names could write another there.
         if text.count("%") != len(names) or "#" in text or any(inst.nested for inst in instructions):
             return None
-        return cls(computation, instructions, names, line)
+        return cls(computation, instructions, names, values, line)
 
     @property
     def root(self) -> Instruction:
@@ -100,28 +164,36 @@ class Original:
         return next(inst for inst in reversed(self.instructions) if inst.is_root)
 
     def repeated_by(self, names: list[str]) -> list[str] | None:
-        """`names`, the `%name`s of a body that repeats this one up to them, when they stand
-        one for one for the original's (it then reads as a copy, without an error but for
-        its header's result); else None."""
+        """`names`, the `%name`s of a body that repeats this one up to them (and metadata
+        values), when they stand one for one for the original's (it then reads as a copy,
+        without an error but for its header's result); else None."""
         if name_pattern(names) != self.pattern:
             return None
         if self.recipe is None:
-            self.recipe = self._recipe() or []  # [] once found not to fit: every repeat is read
+            # [] once found not to fit: every repeat is read
+            self.own_recipe = self._recipe() or []
+            # Where the metadata is the original's, its attributes are too.
+            self.recipe = [entry if entry[-1].__class__ is not _Tail or entry[-1].order is not None
+                           else (*entry[:-1], entry[-1].called) for entry in self.own_recipe]
         return names if self.recipe else None
 
-    def copy(self, text: str, line: int) -> tuple[list[Instruction], Instruction] | None:
-        """(instructions, root) of the body `text` at `line`, which repeats this one up to
-        `%name`s; None when its names do not stand one for one for the original's."""
-        names = self.repeated_by(PERCENT_NAME.findall(text))
-        if names is None:
-            return None
+    def copy(self, text: str, line: int, own_metadata: bool) -> tuple[list[Instruction], Instruction]:
+        """(instructions, root) of the body `text` at `line`, known to repeat this one up to
+        `%name`s standing one for one (`repeated_by`), and, with `own_metadata`, up to
+        metadata values: it writes its own."""
+        if own_metadata:
+            names, metadata = written_in(text)
+            recipe = self.own_recipe
+        else:
+            names, metadata = PERCENT_NAME.findall(text), None
+            recipe = self.recipe
         out: list[Instruction] = []
         append = out.append
         root = None
-        for at, opcode, shape, positions, attributes, offset, is_root, literal, number, called in self.recipe:
+        for at, opcode, shape, positions, attributes, offset, is_root, literal, number, called in recipe:
             operands = [out[k] for k in positions]
-            if called.__class__ is _Callees:  # the copy's own callees, where the original names its
-                attributes, called = called.of(names)
+            if called.__class__ is _Tail:  # the copy's own callees or metadata, where the original writes its
+                attributes, called = called.of(names, metadata)
             inst = Instruction(names[at][1:], opcode, shape, operands, attributes, line + offset, called)
             for o in operands:
                 o.users.append(inst)
@@ -138,11 +210,13 @@ class Original:
     def _recipe(self) -> list | None:
         """Per instruction: where its name is among the `%name`s, and what a copy shares;
         None when the names are not, in text order, each instruction's name, then its
-        operands', then its callees' (the order a line writes them in)."""
+        operands', then its callees' (the order a line writes them in), or when the metadata
+        values are not each one instruction's `metadata` attribute."""
         names, line = self.names, self.line
         index = {id(inst): k for k, inst in enumerate(self.instructions)}
         recipe = []
         at = 0
+        values = 0
         for inst in self.instructions:
             operands = inst.operands
             if at + len(operands) >= len(names) or names[at][1:] != inst.name:
@@ -152,32 +226,104 @@ class Original:
                     return None
             called = inst.called_computation_names
             after = at + 1 + len(operands)
-            if inst.attributes.mentions("%"):
+            attributes = inst.attributes
+            written = None
+            if attributes.mentions("%"):
                 written = callees_written(inst)
                 if written is None or names[after:after + len(written)] != written:
                     return None
-                called = _Callees(inst.attributes.tail, after, written, called)
-                after += len(written)
-            recipe.append((at, inst.opcode, inst.shape, [index[id(o)] for o in operands], inst.attributes,
+            value = _metadata_value(attributes) if attributes.mentions("metadata=") else None
+            if value is _NOT_ONE:
+                return None
+            if written is not None or value is not None:
+                called = _Tail(attributes, called, after, written, values, value)
+                after += len(written or ())
+                values += value is not None
+            recipe.append((at, inst.opcode, inst.shape, [index[id(o)] for o in operands], attributes,
                            inst.line - line, inst.is_root, inst.literal, inst.parameter_number, called))
             at = after
-        return recipe if at == len(names) else None
+        return recipe if at == len(names) and values == self.values else None
 
 
-class _Callees:
-    """How a copy writes its callees where an original instruction writes its own: the
-    attributes' text cut at the names, and where each name is among a body's `%name`s."""
+_NOT_ONE = object()
+"""What `_metadata_value` says of a tail whose metadata a copy cannot write its own of."""
 
-    __slots__ = ("at", "order", "pieces")
 
-    def __init__(self, tail: str, at: int, written: list[str], called: tuple[str, ...]):
-        self.pieces = PERCENT_NAME.split(tail)
-        self.at = at
-        # `called_computation_names` lists them in XLA's order of the attributes, not the text's.
-        self.order = [at + written.index("%" + name) for name in called]
+def _metadata_value(attributes: Attributes):
+    """Where the metadata value a key leaves out stands in an uncut attribute tail: its
+    (start, end); None when the tail writes none; `_NOT_ONE` when it writes more than one,
+    when it may stand inside a string, or when the tail is gone (cut apart).
 
-    def of(self, names: list[str]) -> tuple[Attributes, tuple[str, ...]]:
-        """(the copy's attributes, the computations it calls) from the copy's `%name`s."""
-        pieces, at = self.pieces, self.at
-        text = pieces[0] + "".join(names[at + k] + piece for k, piece in enumerate(pieces[1:]))
-        return Attributes((), text), tuple(names[k][1:] for k in self.order)
+    With no quote before it, a value there is read as one group whatever plain characters
+    and strings it holds, and what follows is read alike: a copy may write its own there."""
+    tail, _, tokens, raw = attributes.as_written()
+    if not tail:  # a tail is kept whole until every attribute is cut off it
+        return _NOT_ONE if tokens or raw else None
+    found = _METADATA.search(tail)
+    if found is None:
+        return None
+    start, end = found.span(1)
+    if _METADATA.search(tail, end) is not None:
+        return _NOT_ONE
+    if _QUOTE.search(tail, 0, start) is None:
+        return start, end
+    for piece, at in attributes.split_tail():  # cut as the grammar reads it
+        key, _, value = piece.lstrip(", \t\r\n").partition("=")
+        if key == "metadata" and at + len(piece) - len(value.lstrip()) == start and value.strip() == found.group(1):
+            return start, end
+    return _NOT_ONE
+
+
+_QUOTE = re.compile("[\"']")
+
+
+class _Tail:
+    """How a copy writes an attribute tail where the original's writes names of its own (its
+    callees) or a metadata value: the tail cut there, and which of the copy's names and
+    metadata values stand in each cut."""
+
+    __slots__ = ("attributes", "called", "holes", "kept", "order", "pieces")
+
+    def __init__(self, attributes: Attributes, called: tuple[str, ...], at: int, written: list[str] | None,
+                 value_at: int, value: tuple[int, int] | None):
+        self.attributes, self.called = attributes, called
+        tail = attributes.tail
+        cuts = []  # (start, end, hole): a hole k >= 0 is the k-th `%name`, -1 - m the m-th metadata value
+        if written is not None:
+            k = at
+            for m in PERCENT_NAME.finditer(tail):  # none in an original's metadata (`Original.of`)
+                cuts.append((m.start(), m.end(), k))
+                k += 1
+            # `called_computation_names` lists them in XLA's order of the attributes, not the text's.
+            self.order: list[int] | None = [at + written.index("%" + name) for name in called]
+        else:
+            self.order = None
+        self.kept = None if value is None else tail[value[0]:value[1]]
+        """The original's metadata value, which a copy that writes the same keeps."""
+        if value is not None:
+            cuts.append((value[0], value[1], -1 - value_at))
+        cuts.sort()
+        self.pieces, self.holes = [], []
+        end = 0
+        for start, stop, hole in cuts:
+            self.pieces.append(tail[end:start])
+            self.holes.append(hole)
+            end = stop
+        self.pieces.append(tail[end:])
+
+    def of(self, names: list[str], metadata: list[str] | None) -> tuple[Attributes, tuple[str, ...]]:
+        """(the copy's attributes, the computations it calls) from the copy's `%name`s and
+        metadata values (None: the original's)."""
+        order = self.order
+        if order is None and metadata is None:
+            return self.attributes, self.called
+        pieces = self.pieces
+        out = [pieces[0]]
+        for hole, piece in zip(self.holes, pieces[1:]):
+            if hole >= 0:
+                out.append(names[hole])
+            else:
+                out.append(self.kept if metadata is None else metadata[-1 - hole])
+            out.append(piece)
+        called = self.called if order is None else tuple(names[k][1:] for k in order)
+        return Attributes((), "".join(out)), called

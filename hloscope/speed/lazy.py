@@ -23,7 +23,7 @@ from ..ir.structure import PERCENT_NAME
 from ..text.body import BodyText
 from ..text.checks import check_aliases, check_result
 from . import runtime
-from .copies import Original, copies_of
+from .copies import Original, alike_to, copies_of, metadata_values
 from .executor import Executor, Job
 
 
@@ -45,7 +45,8 @@ class LazyComputation(Computation):
         """Where the lazy parse found the body's text up to names (`printed.up_to_names`): a
         token only the bodies alike so share; None where it did not."""
         self.recipe: Original | None = None
-        """The body read before that this one repeats, once `read_all` found so."""
+        """The body read before that this one repeats, once `read_all` found so: up to names
+        (`copy_of`), or up to names and metadata values (its own: `copy_of` stays None)."""
         self.renamed: Sequence[tuple[int, str]] = ()
         """(position, name) of the instructions XLA's uniquer renames (the text writes
         another name): given them whenever the body is read."""
@@ -100,8 +101,8 @@ class LazyComputation(Computation):
         (spelled as the text writes them). An instruction line writes blanks between its
         shape and its opcode, so the unread text then holds the opcode after a space or a
         tab; a read body answers exactly, a known copy as its original."""
-        if self._instructions is None and self.copy_of is not None:
-            return holds_any(self.copy_of, opcodes)
+        if self._instructions is None and self.recipe is not None:
+            return holds_any(self.recipe.computation, opcodes)
         if self._instructions is not None:
             present = self._opcodes
             if present is None:
@@ -175,7 +176,8 @@ def _read_body(comp: LazyComputation, in_text_order: bool, copies: dict | None):
     original = comp.recipe
     if original is not None:  # known to repeat it, and to read without an error
         with runtime.no_cyclic_gc():
-            return (*original.copy(body.text, body.line), original.computation)
+            own = comp.copy_of is not original.computation
+            return (*original.copy(body.text, body.line, own_metadata=own), comp.copy_of)
     module = comp.module
     if module is None:
         return (*_read(comp, users=True), None)
@@ -202,18 +204,21 @@ def _read_body(comp: LazyComputation, in_text_order: bool, copies: dict | None):
 
 def _read_or_copy(comp: LazyComputation, copies: dict | None):
     """A read; or, with `copies` (kept for one pass over the module in text order), for a
-    body that repeats one read before up to names (hloscope.speed.copies) and declares the
-    same result: (None, None, the original's computation), the original kept as the recipe
-    of this body's instructions (`recipe`), made when first asked for."""
+    body that repeats one read before up to names and metadata (hloscope.speed.copies) and
+    declares the same result: (None, None, the computation it repeats up to names, None
+    when there is none), the original kept as the recipe of this body's instructions
+    (`recipe`), made when first asked for."""
     if copies is None or comp.renamed:  # a renamed body is neither a copy nor an original
         return (*_read(comp, users=True), None)
     text = comp.body.text
-    original, keys, names = copies_of(copies, text, comp.alike)
+    original, keys, names, same, values = copies_of(copies, text, comp.alike)
     if _reads_as_copy(original, comp, names):
         comp.recipe = original
-        return None, None, original.computation
+        if same is None:  # it writes its own metadata: the first of its kind
+            alike_to(copies, keys, original, comp)
+        return None, None, same
     instructions, root = _read(comp, users=True)  # raises what a read finds
-    original = Original.of(comp, instructions, text, comp.body.line, names) if keys else None
+    original = Original.of(comp, instructions, text, comp.body.line, names, values) if keys else None
     for key in keys:
         copies[key] = original
     return instructions, root, None
@@ -380,7 +385,7 @@ def _places_to_check(module: Module) -> list[int]:
     """Where the bodies the verdict checks are among the module's computations, in text
     order: the unread ones, but known copies."""
     return [k for k, c in enumerate(module.computations)
-            if isinstance(c, LazyComputation) and not c.is_read and c.copy_of is None and c.body is not None]
+            if isinstance(c, LazyComputation) and not c.is_read and c.recipe is None and c.body is not None]
 
 
 def _first_error_of(module: Module, comps: list[LazyComputation], first: BodyText | None) -> HloSyntaxError | None:
@@ -407,10 +412,10 @@ def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText 
             return None
     except HloSyntaxError as e:
         return e
-    if comp.copy_of is not None or body is None:
+    if comp.recipe is not None or body is None:
         return None  # known to repeat a body that read without an error
     text = body.text
-    original, keys, names = copies_of(copies, text, comp.alike)
+    original, keys, names, _, _ = copies_of(copies, text, comp.alike)
     if original.__class__ is _Checked:
         original = original.original()
     if _reads_as_copy(original, comp, names):
@@ -450,7 +455,7 @@ class _Checked:
                 instructions, _ = self.body.read(self.computation, users=False)  # read before: no error
             text = self.body.text
             self._original = Original.of(self.computation, instructions, text, self.body.line,
-                                         PERCENT_NAME.findall(text))
+                                         PERCENT_NAME.findall(text), metadata_values(text))
         return self._original
 
 
@@ -489,7 +494,7 @@ settles, and past a pipe's 64 KB the job would wait for that."""
 
 
 def has_unread(module: Module) -> bool:
-    return any(isinstance(c, LazyComputation) and not c.is_read and c.copy_of is None for c in module.computations)
+    return any(isinstance(c, LazyComputation) and not c.is_read and c.recipe is None for c in module.computations)
 
 
 def check_elsewhere(module: Module, executor: Executor | None) -> None:
@@ -515,9 +520,10 @@ def read_all(module: Module) -> None:
     """Read every unread body now, in text order: what an analysis that reads them all is
     preceded by. A lazily loaded module then reads each body once; read one by one, the
     first read would check every other body first (the verdict), and the analysis would read
-    them again. A body that repeats one read before, up to its instructions' names, is known
-    as a copy of it (`copy_of`), and made from it only when its instructions are asked for."""
+    them again. A body that repeats one read before, up to its instructions' names (and
+    metadata values), is known as a copy of it (`recipe`), and made from it only when its
+    instructions are asked for."""
     copies: dict = {}
     for comp in module.computations:
-        if isinstance(comp, LazyComputation) and not comp.is_read and comp.copy_of is None:
+        if isinstance(comp, LazyComputation) and not comp.is_read and comp.recipe is None:
             comp._read(in_text_order=True, copies=copies)
