@@ -162,6 +162,40 @@ def test_a_copy_calling_a_reducer_of_its_own_is_priced_as_xla_prices_it():
     assert cost.bytes_accessed_xla_convention == xla.get("bytes accessed", 0.0)
 
 
+def _dot_layer(k: int, op_name: str) -> str:
+    return f"""
+%f.{k} (p: f32[64,64]) -> f32[64,64] {{
+  %p.{k} = f32[64,64]{{1,0}} parameter(0)
+  ROOT %d.{k} = f32[64,64]{{1,0}} dot(f32[64,64]{{1,0}} %p.{k}, f32[64,64]{{1,0}} %p.{k}), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}, metadata={{op_name="{op_name}"}}
+}}
+"""
+
+
+_LAYERS_ONE_REMATTED = ("HloModule m\n" + _dot_layer(1, "jit(step)/layers_0/dot")
+                        + _dot_layer(2, "jit(step)/checkpoint/rematted_computation/layers_1/dot")
+                        + _dot_layer(3, "jit(step)/layers_2/dot")
+                        + "\nENTRY %e (a: f32[64,64]) -> (f32[64,64], f32[64,64], f32[64,64]) {\n"
+                        + "  %a = f32[64,64]{1,0} parameter(0)\n"
+                        + "".join(f"  %fusion.{k} = f32[64,64]{{1,0}} fusion(f32[64,64]{{1,0}} %a), kind=kOutput, calls=%f.{k}\n"
+                                  for k in (1, 2, 3))
+                        + "  ROOT %t = (f32[64,64]{1,0}, f32[64,64]{1,0}, f32[64,64]{1,0}) tuple(%fusion.1, %fusion.2, %fusion.3)\n}\n")
+
+
+@pytest.mark.xla
+def test_layers_alike_but_for_metadata_are_priced_each_by_its_own():
+    """f.2 and f.3 repeat f.1 up to names and metadata, and are read as copies of it
+    (hloscope.speed.copies), but f.2's metadata says its dot recomputes a forward op: the
+    recomputed FLOPs are its dot's alone, as every body read on its own gives them, and the
+    FLOPs are XLA's."""
+    lazy = hloscope.parse(_LAYERS_ONE_REMATTED, lazy=True)
+    cost, plain = lazy.cost(), hloscope.parse(_LAYERS_ONE_REMATTED).cost()  # the first reads every body
+    assert lazy.computation("f.2").recipe.computation is lazy.computation("f.1")
+    assert getattr(lazy.computation("f.2"), "copy_of", None) is None
+    assert cost == plain
+    assert cost.recompute_flops == 2 * 64 ** 3
+    assert cost.flops_xla_convention == _xla_hlo_cost(_LAYERS_ONE_REMATTED).get("flops", 0.0) == 3 * 2 * 64 ** 3
+
+
 def test_a_cost_listing_only_recomputing_instructions_is_the_whole_but_for_the_rest():
     """`recomputing_only` (what a diff's brief of a side's cost needs) gives the whole cost's
     totals and loops, and of its instructions those that recompute forward ops, in order."""

@@ -126,7 +126,7 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
                                facts.elementwise_parameters(comp)))
     read_all(lazy)
     assert [c.name for c in lazy.computations] == [c.name for c in plain.computations]
-    asked = 0
+    asked = alike_up_to_metadata = 0
     for comp, answers, same in zip(plain.computations, unread_answers, lazy.computations):
         writes, holds, in_place, elementwise = answers
         for lit, answer in zip(literals, writes):
@@ -142,14 +142,28 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
         if elementwise is not None:
             asked += 1
             assert elementwise == sharing._elementwise_parameters(comp), comp.name
-        # A body known to repeat another holds its instructions up to names.
+        # A body known to repeat another holds its instructions up to names (and metadata).
         original = facts.same_as(same)
         if original is not same:
             theirs = lazy.computation(original.name)
-            assert [(i.opcode, i.shape.text) for i in same.instructions] == \
-                   [(i.opcode, i.shape.text) for i in theirs.instructions]
+            assert _up_to_names(same) == _up_to_names(theirs), comp.name
+        alike = facts.same_but_metadata(same)
+        if alike is not same:
+            alike_up_to_metadata += 1
+            theirs = lazy.computation(alike.name)
+            assert _up_to_names(same, "metadata") == _up_to_names(theirs, "metadata"), comp.name
     if any(i.opcode == "fusion" for c in unread for i in c.instructions):
         assert asked > 0  # the text did answer some: the comparison compared something
+    if any(getattr(c, "recipe", None) is not None for c in lazy.computations):
+        assert alike_up_to_metadata > 0
+
+
+def _up_to_names(comp, *but: str) -> list:
+    """What a computation's instructions are up to their names (and the attributes `but`)."""
+    at = {id(i): k for k, i in enumerate(comp.instructions)}
+    return [(i.opcode, i.shape.text, [at.get(id(o)) for o in i.operands], i.literal, i.parameter_number,
+             {k: v for k, v in i.attributes.raw.items() if k not in but and "%" not in v})
+            for i in comp.instructions]
 
 
 def _fused(name: str, p: str, q: str, negated: str, reversed_: str, suffix: str) -> str:

@@ -365,9 +365,9 @@ class CallGraph:
         self._callers: dict[Computation, list[tuple[Instruction, int | None]]] = defaultdict(list)
         self._trips: dict[Instruction, int | None] = {}
         loops: list[Instruction] = []
-        calls_nothing: dict[int, bool] = {}  # by `Facts.same_as`: alike ones call alike
+        calls_nothing: dict[int, bool] = {}  # by `Facts.same_but_metadata`: alike ones call alike
         for comp in module.computations:
-            original = facts.same_as(comp)
+            original = facts.same_but_metadata(comp)
             if original is not comp:
                 quiet = calls_nothing.get(id(original))
                 if quiet is None:

@@ -238,8 +238,8 @@ def _may_call_into_collective(comp, facts: Facts) -> bool:
 
 def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
     """False for a body that certainly holds no collective: its text names no kind, or it is
-    alike one that holds none (`Facts.same_as`; `holds`, by that one)."""
-    original = facts.same_as(comp)
+    alike one that holds none (`Facts.same_but_metadata`; `holds`, by that one)."""
+    original = facts.same_but_metadata(comp)
     if original is comp:
         return facts.writes_any(comp, _KIND_NAMES)
     found = holds.get(id(original))

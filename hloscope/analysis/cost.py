@@ -233,6 +233,14 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     return verdicts
 
 
+def _may_recompute(comp: Computation, facts: Facts) -> bool:
+    """False when no instruction of `comp` recomputes forward ops (`recomputes`), by its text
+    where unread."""
+    if not facts.writes_any(comp, (".remat", REMAT_SEGMENT)):
+        return False
+    return any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT) for inst in comp.instructions)
+
+
 # ─── the walk ─────────────────────────────────────────────────────────────────────────
 
 
@@ -240,7 +248,8 @@ class _Coster:
     """XLA's properties of instructions and computations, each priced once (the `Pricer` the
     rules of `op_cost` ask for callees)."""
 
-    def __init__(self, collective_bytes: dict[tuple[str, str], int], facts: Facts = PLAIN):
+    def __init__(self, collective_bytes: dict[tuple[str, str], int], facts: Facts = PLAIN,
+                 never_marked: bool = False):
         self._collective_bytes = collective_bytes
         self.facts = facts
         self._with_collectives = {comp for comp, _ in collective_bytes}
@@ -250,6 +259,9 @@ class _Coster:
         self._structures: dict[int, Hashable] = {}
         """`structure` of each computation asked about, by id (they live as long as the module)."""
         self._alike_one = Alike(facts)
+        self._alike_but_metadata = Alike(facts, but_metadata=True)
+        self._alike_priced = self._alike_but_metadata if never_marked else self._alike_one
+        """Whose walk prices a computation: where no op recomputes, the metadata decides no price."""
         self._fusion_bytes: dict[tuple[str, int], int] = {}
         """`fusion_bytes` by result shape and fused computation's id."""
         self._instructions: dict[int, Counts] = {}
@@ -285,7 +297,7 @@ class _Coster:
                 if priced is not comp:
                     # Priced by its structure: the body it repeats holds the same instructions,
                     # and prices them alike unless its names are priced (its own collectives).
-                    original = self._alike_one(comp)
+                    original = self._alike_priced(comp)
                     if original is not comp and self._what_is_priced(original) is priced:
                         walked = original
                 self._marks.append(marked)
@@ -300,7 +312,7 @@ class _Coster:
 
     def fusion_bytes(self, shape: Shape, comp: Computation) -> int:
         """`fusion_bytes`, once per result shape and fused computation (alike ones, once)."""
-        comp = self._alike_one(comp)
+        comp = self._alike_but_metadata(comp)
         key = (shape.text, id(comp))
         found = self._fusion_bytes.get(key)
         if found is None:
@@ -313,7 +325,7 @@ class _Coster:
         if comp.name in self._with_collectives or (
                 self.facts.writes_any(comp, (".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
             return comp
-        original = self._alike_one(comp)
+        original = self._alike_priced(comp)
         found = self._structures.get(id(original))
         if found is None:
             # Callees by what decides their price in turn: alike ones priced alike.
@@ -350,7 +362,7 @@ class _Coster:
         return found
 
     def _fused_matmuls(self, comp: Computation) -> tuple[Instruction, ...]:
-        original = self._alike_one(comp)
+        original = self._alike_but_metadata(comp)  # their shapes and precisions
         found = self._matmuls.get(id(original))
         if found is None:
             own: list[Instruction] = []
@@ -407,7 +419,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         share = factor(size) if factor is not None and size else 1.0
         wire_by_kind[c.kind] += round(c.bytes * share) * n
 
-    coster = _Coster(collective_bytes, facts)
+    coster = _Coster(collective_bytes, facts, never_marked=not any(_may_recompute(c, facts) for c in module.computations))
     matmuls: dict[str, int] = {}
     units: list[InstructionCost] = []
     total = ZERO

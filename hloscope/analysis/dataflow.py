@@ -541,7 +541,7 @@ def _fusion_in_place_operands(inst: Instruction, facts: Facts = PLAIN) -> list[t
     called = inst.called_computations
     if not called:
         return []
-    fused = facts.same_as(called[0])  # the same pairs
+    fused = facts.same_but_metadata(called[0])  # the same pairs
     if not facts.holds_any(fused, _IN_PLACE_OPS):
         return []
     found = facts.fusion_in_place_operands(fused)

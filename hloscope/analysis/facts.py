@@ -18,6 +18,12 @@ class Facts:
         the computations they call): what is found of one holds for the other. `comp` here."""
         return comp
 
+    def same_but_metadata(self, comp: Computation) -> Computation:
+        """A computation whose instructions are `comp`'s up to names and the values of their
+        `metadata` attributes: what is found of one holds for the other where the metadata
+        does not count (a price, unless an op recomputes). `comp` here."""
+        return comp
+
     def writes_any(self, comp: Computation, literals: tuple[str, ...]) -> bool:
         """False only when `comp`'s text certainly writes none of `literals`; True when
         unsure, as here: the caller then looks at the instructions."""
@@ -44,17 +50,18 @@ PLAIN = Facts()
 
 
 class Alike:
-    """The computation to read for what another does: the one it repeats (`Facts.same_as`),
-    unless that one calls computations (then the other itself: the callees it calls are its
-    own). Analyses ask this of thousands of fused computations: whether a computation calls
-    any is found once."""
+    """The computation to read for what another does: the one it repeats (`Facts.same_as`;
+    `but_metadata`: `Facts.same_but_metadata`), unless that one calls computations (then the
+    other itself: the callees it calls are its own). Analyses ask this of thousands of fused
+    computations: whether a computation calls any is found once."""
 
-    def __init__(self, facts: Facts):
+    def __init__(self, facts: Facts, but_metadata: bool = False):
         self.facts = facts
+        self._same = facts.same_but_metadata if but_metadata else facts.same_as
         self._calls: dict[int, bool] = {}
 
     def __call__(self, comp: Computation) -> Computation:
-        original = self.facts.same_as(comp)
+        original = self._same(comp)
         if original is comp:
             return comp
         calls = self._calls.get(id(original))

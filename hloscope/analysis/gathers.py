@@ -424,7 +424,7 @@ def _gathers_as_all_reduce(model: MemoryModel) -> list[GatherAsAllReduce]:
     """All-reduces whose operand is a shard written into zeros (a dynamic-update-slice into a
     broadcast zero, or a pad with zeros) and whose result is then sliced."""
     found = []
-    alike = Alike(model.facts)
+    alike = Alike(model.facts, but_metadata=True)  # a root's opcode and operands
     for inst in model.dataflow.value_sets:
         op = opinfo(inst.opcode)
         if op.collective != "all-reduce" or op.async_role not in (None, "start") or not inst.operands:

@@ -441,7 +441,7 @@ class _Ops:
     one (`facts.Alike`)."""
 
     def __init__(self, facts: Facts):
-        self._alike = Alike(facts)
+        self._alike = Alike(facts, but_metadata=True)  # opcodes and shapes alone
         self._collective: dict[int, str | None] = {}
         self._moves_only: dict[int, bool] = {}
         self._keeps_only: dict[int, bool] = {}

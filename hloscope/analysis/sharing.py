@@ -122,7 +122,7 @@ class _SharingFacts:
 def _elementwise_parameters(comp: Computation, facts: Facts = PLAIN) -> frozenset[int]:
     """Numbers of the parameters of a fused computation that every transitive user reads
     element by element (`_transitive_uses_elementwise`)."""
-    comp = facts.same_as(comp)  # the same parameters, used alike
+    comp = facts.same_but_metadata(comp)  # the same parameters, used alike
     known = facts.elementwise_parameters(comp)
     if known is not None:
         return known

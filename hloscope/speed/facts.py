@@ -1,7 +1,7 @@
 """The analyses' questions about bodies (hloscope.analysis.facts), answered from the text.
 
 An unread body answers from its text without being read; a body known to repeat another
-(`LazyComputation.copy_of`) as that one. Every answer equals the plain one from the
+(`LazyComputation.copy_of`, or `recipe` up to metadata) as that one. Every answer equals the plain one from the
 instructions, or is "unsure" where the plain one is exact (tests/test_seam.py).
 """
 
@@ -26,6 +26,11 @@ class TextFacts(Facts):
     def same_as(self, comp: Computation) -> Computation:
         if isinstance(comp, LazyComputation) and comp.copy_of is not None:
             return comp.copy_of
+        return comp
+
+    def same_but_metadata(self, comp: Computation) -> Computation:
+        if isinstance(comp, LazyComputation) and comp.recipe is not None:
+            return comp.recipe.computation
         return comp
 
     def writes_any(self, comp: Computation, literals: tuple[str, ...]) -> bool:
