@@ -1,8 +1,9 @@
 """The analyses' questions about bodies (hloscope.analysis.facts), answered from the text.
 
 An unread body answers from its text without being read; a body known to repeat another
-(`LazyComputation.copy_of`, or `recipe` up to metadata) as that one. Every answer equals the plain one from the
-instructions, or is "unsure" where the plain one is exact (tests/test_seam.py).
+(`LazyComputation.copy_of`, or its `recipe` up to metadata) as that one. Every answer equals
+the plain one from the instructions, or is "unsure" where the plain one is exact
+(tests/test_seam.py).
 """
 
 from __future__ import annotations
