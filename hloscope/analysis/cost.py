@@ -210,7 +210,15 @@ _WIRE: dict[str, Callable[[int], float]] = {
 
 # ─── recomputation ────────────────────────────────────────────────────────────────────
 
-def _replays(comp: Computation) -> dict[int, bool | None]:
+def _may_recompute(comp: Computation, facts: Facts) -> bool:
+    """False when no instruction of `comp` recomputes forward ops (`recomputes`), by its text
+    where unread."""
+    if not facts.writes_any(comp, (".remat", REMAT_SEGMENT)):
+        return False
+    return any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT) for inst in comp.instructions)
+
+
+def _replays(comp: Computation, facts: Facts) -> dict[int, bool | None]:
     """Per instruction (by id): whether it recomputes forward ops, None when nothing says.
 
     XLA drops the metadata of some ops it builds (on CPU the attention's batched dots, fused,
@@ -218,27 +226,17 @@ def _replays(comp: Computation) -> dict[int, bool | None]:
     when every operand that has a verdict replays it, and at least one has; parameters and
     constants have none. The text order of a computation puts operands first."""
     verdicts: dict[int, bool | None] = {}
-    instructions = comp.instructions
-    if not any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT)
-               for inst in instructions):
+    if not _may_recompute(comp, facts):
         # Nothing here can recompute (`recomputes` is False for all), so no verdict is true:
         # known without decoding the metadata of every op, what the loop below would do.
         return verdicts
-    for inst in instructions:
+    for inst in comp.instructions:
         if inst.op_name or XLA_REMAT_NAME.search(inst.name):
             verdicts[id(inst)] = recomputes(inst)
             continue
         known = [v for v in (verdicts.get(id(o)) for o in inst.operands) if v is not None]
         verdicts[id(inst)] = all(known) if known else None
     return verdicts
-
-
-def _may_recompute(comp: Computation, facts: Facts) -> bool:
-    """False when no instruction of `comp` recomputes forward ops (`recomputes`), by its text
-    where unread."""
-    if not facts.writes_any(comp, (".remat", REMAT_SEGMENT)):
-        return False
-    return any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT) for inst in comp.instructions)
 
 
 # ─── the walk ─────────────────────────────────────────────────────────────────────────
@@ -419,14 +417,15 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         share = factor(size) if factor is not None and size else 1.0
         wire_by_kind[c.kind] += round(c.bytes * share) * n
 
-    coster = _Coster(collective_bytes, facts, never_marked=not any(_may_recompute(c, facts) for c in module.computations))
+    never_marked = not any(_may_recompute(c, facts) for c in module.computations)
+    coster = _Coster(collective_bytes, facts, never_marked)
     matmuls: dict[str, int] = {}
     units: list[InstructionCost] = []
     total = ZERO
     loops: list[LoopCost] = []
     for comp in scheduled_computations(module):
         n = runs(comp)
-        replays = _replays(comp)
+        replays = {} if never_marked else _replays(comp, facts)
         for inst in comp.instructions:
             if opinfo(inst.opcode).is_loop:
                 loops.append(LoopCost(inst.name, comp.name, graph.trip_count(inst), n,
