@@ -55,7 +55,7 @@ _ANOTHER = "\x00"
 """What stands for each metadata value in a key (a text that writes it is keyed whole)."""
 
 
-def copies_of(copies: dict, text: str, alike: object | None = None, metadata: bool = True) -> tuple:
+def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple:
     """What this pass (`copies`, a dict kept for it) knows of a body written `text`:
     (original, keys, names, same, values):
 
@@ -70,7 +70,7 @@ def copies_of(copies: dict, text: str, alike: object | None = None, metadata: bo
     The keys are (digests of) its text up to names, and up to names and metadata values.
     `alike`, when the lazy parse found the text up to names, is a token that stands for it
     (`LazyBody.alike`): the names are then all there is to find. Bodies of a text parsed in
-    two parts meet under the keys. Without `metadata`, only the first key is found and kept."""
+    two parts meet under the keys."""
     if alike is not None and alike in copies:
         original, same = _found(copies[alike])
         return original, (), PERCENT_NAME.findall(text), same, 0
@@ -85,8 +85,6 @@ def copies_of(copies: dict, text: str, alike: object | None = None, metadata: bo
         original, same = _found(found)
         return original, (), names, same, 0
     keys = (key,) if alike is None else (key, alike)
-    if not metadata:
-        return None, keys, names, None, 0
     pieces = _METADATA.split(written)
     if len(pieces) == 1 or _ANOTHER in written:
         return None, keys, names, None, 0

@@ -402,8 +402,9 @@ def _first_error_of(module: Module, comps: list[LazyComputation], first: BodyTex
 def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText | None) -> HloSyntaxError | None:
     """The error a read of `comp`'s unread body meets, None if none, keeping nothing: a
     body that repeats one checked before (in `copies`, kept for one pass) is checked as its
-    copy, that one read again (`_Checked`) once a repeat shows up. `first`: the module's
-    first unread body, where the entry's aliases' errors point."""
+    copy, that one read again (`_Checked`) once a repeat shows up (up to metadata, a
+    second one). `first`: the module's first unread body, where the entry's aliases'
+    errors point."""
     body = comp.body
     try:
         if comp.is_read:  # since the pass began: its read checked all but the entry's aliases
@@ -415,11 +416,11 @@ def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText 
     if comp.recipe is not None or body is None:
         return None  # known to repeat a body that read without an error
     text = body.text
-    # Copies up to names alone: one up to metadata too is checked by reading its original
-    # again, kept for the pass (on the distinct step: more CPU, and 20 MB more at the peak).
-    original, keys, names, _, _ = copies_of(copies, text, comp.alike, metadata=False)
+    original, keys, names, same, _ = copies_of(copies, text, comp.alike)
     if original.__class__ is _Checked:
-        original = original.original()
+        # A repeat up to metadata alone is read until the second one: its original is read
+        # again and kept for the pass, which pays where a kind repeats, as layers do.
+        original = original.original() if same is not None or original.repeated() else None
     if _reads_as_copy(original, comp, names):
         return None  # it reads as a copy of a body that read without an error
     try:
@@ -442,12 +443,18 @@ class _Checked:
     name it writes): read again, as the original of its copies (hloscope.speed.copies), when
     a body repeats it."""
 
-    __slots__ = ("body", "computation", "read_again", "_original")
+    __slots__ = ("body", "computation", "read_again", "repeats", "_original")
 
     def __init__(self, computation: LazyComputation, body: BodyText):
         self.computation, self.body = computation, body
         self.read_again = False
+        self.repeats = 0
         self._original: Original | None = None
+
+    def repeated(self) -> bool:
+        """Count a repeat up to metadata; whether it is the second or a later one."""
+        self.repeats += 1
+        return self.repeats > 1
 
     def original(self) -> Original | None:
         """The body as an original of its copies (None when its copies cannot be made so)."""
