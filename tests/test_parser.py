@@ -401,6 +401,28 @@ def test_a_repeat_up_to_names_and_metadata_writes_its_own_metadata():
         assert _as_read(comp) == _as_read(eager.computation(comp.name)), comp.name
 
 
+
+@pytest.mark.parametrize("error", ["header", "undefined"])
+@pytest.mark.parametrize("how", ["read_all", "checked at the first read"])
+def test_a_repeat_up_to_metadata_with_an_error_reports_it(error, how):
+    """f.9 repeats f.1 up to names and metadata, the second such repeat (f.2 the first), but
+    for its header's result or an operand not defined: the full parse's error is reported,
+    whether the bodies are all read in text order or checked (which reads f.1 again for
+    it, as its copy)."""
+    layer = _layer(9, "layers_5")
+    if error == "header":
+        broken = layer.replace("%f.9 (p: f32[4,8]) -> f32[4]", "%f.9 (p: f32[4,8]) -> f32[8]")
+    else:
+        broken = layer.replace("negate(f32[4,8]{1,0} %p.9)", "negate(f32[4,8]{1,0} %q.9)")
+    text = _LAYERS.replace("\nENTRY %e", broken + "\nENTRY %e")
+    with pytest.raises(hloscope.HloSyntaxError) as full:
+        hloscope.parse(text)
+    lazy = hloscope.parse(text, lazy=True)
+    with pytest.raises(hloscope.HloSyntaxError) as got:
+        read_all(lazy) if how == "read_all" else lazy.entry.instructions
+    assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
+                                                                      full.value.column)
+
 def _outline_of(modules) -> list:
     """What a lazy parse found: each module's name, header, tables, and each computation's
     names, place, header and body span."""
