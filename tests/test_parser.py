@@ -325,6 +325,18 @@ def test_a_known_copy_is_made_only_when_its_instructions_are_asked_for():
     assert getattr(copy, "is_read", True) and getattr(copy, "copy_of", None) is original
 
 
+def _reports_the_full_parse_error(text: str, how: str) -> None:
+    """A lazily parsed `text` reports the full parse's error, whether its bodies are all read
+    in text order (`read_all`) or checked when one is first read."""
+    with pytest.raises(hloscope.HloSyntaxError) as full:
+        hloscope.parse(text)
+    lazy = hloscope.parse(text, lazy=True)
+    with pytest.raises(hloscope.HloSyntaxError) as got:
+        read_all(lazy) if how == "read_all" else lazy.entry.instructions
+    assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
+                                                                      full.value.column)
+
+
 @pytest.mark.parametrize("error", ["header", "undefined"])
 @pytest.mark.parametrize("how", ["read_all", "checked at the first read"])
 def test_a_repeat_with_an_error_reports_it(error, how):
@@ -336,13 +348,7 @@ def test_a_repeat_with_an_error_reports_it(error, how):
         text = _REPEATED.replace("%f.2 (p: f32[4]) -> f32[4]", "%f.2 (p: f32[4]) -> f32[8]")
     else:
         text = _REPEATED.replace("negate(f32[4]{0} %p.2)", "negate(f32[4]{0} %q.2)")
-    with pytest.raises(hloscope.HloSyntaxError) as full:
-        hloscope.parse(text)
-    lazy = hloscope.parse(text, lazy=True)
-    with pytest.raises(hloscope.HloSyntaxError) as got:
-        read_all(lazy) if how == "read_all" else lazy.entry.instructions
-    assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
-                                                                      full.value.column)
+    _reports_the_full_parse_error(text, how)
 
 
 def _layer(k: int, layer: str, before: str = "", op_name: str | None = None) -> str:
@@ -415,13 +421,7 @@ def test_a_repeat_up_to_metadata_with_an_error_reports_it(error, how):
     else:
         broken = layer.replace("negate(f32[4,8]{1,0} %p.9)", "negate(f32[4,8]{1,0} %q.9)")
     text = _LAYERS.replace("\nENTRY %e", broken + "\nENTRY %e")
-    with pytest.raises(hloscope.HloSyntaxError) as full:
-        hloscope.parse(text)
-    lazy = hloscope.parse(text, lazy=True)
-    with pytest.raises(hloscope.HloSyntaxError) as got:
-        read_all(lazy) if how == "read_all" else lazy.entry.instructions
-    assert (got.value.message, got.value.line, got.value.column) == (full.value.message, full.value.line,
-                                                                      full.value.column)
+    _reports_the_full_parse_error(text, how)
 
 def _outline_of(modules) -> list:
     """What a lazy parse found: each module's name, header, tables, and each computation's
