@@ -121,8 +121,9 @@ def metadata_values(text: str) -> int:
 
 
 def _digest(key: str) -> bytes:
-    """A 16-byte BLAKE2b digest of a body's text up to names, which stands for it in `copies`:
-    on a module whose bodies do not repeat, the texts would keep the module's text again."""
+    """A 16-byte BLAKE2b digest of a body's text up to names (and metadata values), which
+    stands for it in `copies`: on a module whose bodies do not repeat, the texts would keep
+    the module's text again."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
