@@ -314,7 +314,7 @@ class _Coster:
         key = (shape.text, id(comp))
         found = self._fusion_bytes.get(key)
         if found is None:
-            found = self._fusion_bytes[key] = fusion_bytes(shape, comp, self._alike_one)
+            found = self._fusion_bytes[key] = fusion_bytes(shape, comp, self._alike_but_metadata)
         return found
 
     def _what_is_priced(self, comp: Computation) -> Hashable:
