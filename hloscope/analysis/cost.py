@@ -23,7 +23,7 @@ from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Alike, Facts
 from .fusion_bytes import fusion_bytes
 from .op_cost import MATMUL_OPCODES, ZERO, Counts, matmul_arithmetic, matmul_flops, price
-from .sides import REMAT_SEGMENT, XLA_REMAT_NAME, recomputes
+from .sides import REMAT_LITERALS, XLA_REMAT_TEXT, may_recompute, recomputes, remat_clone
 
 GROUP_KEYS = ("op_name", "source", "computation", "opcode")
 """What `CostResult.group_by` (and `hloscope cost --by`) can group instructions by."""
@@ -213,9 +213,7 @@ _WIRE: dict[str, Callable[[int], float]] = {
 def _may_recompute(comp: Computation, facts: Facts) -> bool:
     """False when no instruction of `comp` recomputes forward ops (`recomputes`), by its text
     where unread."""
-    if not facts.writes_any(comp, (".remat", REMAT_SEGMENT)):
-        return False
-    return any(XLA_REMAT_NAME.search(inst.name) or inst.attributes.mentions(REMAT_SEGMENT) for inst in comp.instructions)
+    return facts.writes_any(comp, REMAT_LITERALS) and any(map(may_recompute, comp.instructions))
 
 
 def _replays(comp: Computation, facts: Facts) -> dict[int, bool | None]:
@@ -231,7 +229,7 @@ def _replays(comp: Computation, facts: Facts) -> dict[int, bool | None]:
         # known without decoding the metadata of every op, what the loop below would do.
         return verdicts
     for inst in comp.instructions:
-        if inst.op_name or XLA_REMAT_NAME.search(inst.name):
+        if inst.op_name or remat_clone(inst):
             verdicts[id(inst)] = recomputes(inst)
             continue
         known = [v for v in (verdicts.get(id(o)) for o in inst.operands) if v is not None]
@@ -321,7 +319,7 @@ class _Coster:
         """What decides the price of `comp`: its structure, unless names are priced too (a
         collective's bytes are found by name, XLA's remat clones are known by theirs)."""
         if comp.name in self._with_collectives or (
-                self.facts.writes_any(comp, (".remat",)) and any(".remat" in inst.name for inst in comp.instructions)):
+                self.facts.writes_any(comp, (XLA_REMAT_TEXT,)) and any(map(remat_clone, comp.instructions))):
             return comp
         original = self._alike_priced(comp)
         found = self._structures.get(id(original))

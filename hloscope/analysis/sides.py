@@ -19,6 +19,8 @@ FORWARD, BACKWARD, OTHER = "forward", "backward", "other"
 
 REMAT_SEGMENT = "rematted_computation"
 XLA_REMAT_NAME = re.compile(r"\.remat\d*(?:\.|$)")
+XLA_REMAT_TEXT = ".remat"
+"""What the text of a body writes when XLA's rematerialization pass cloned an op of it."""
 
 
 def side_of(op_name: str | None) -> str | None:
@@ -32,10 +34,25 @@ def side_of(op_name: str | None) -> str | None:
     return OTHER
 
 
+REMAT_LITERALS = (XLA_REMAT_TEXT, REMAT_SEGMENT)
+"""What the text of a body writes when an instruction of it may recompute (`may_recompute`)."""
+
+
+def remat_clone(inst: Instruction) -> bool:
+    """Whether `inst` is a clone made by XLA's rematerialization pass (its name says so)."""
+    return XLA_REMAT_NAME.search(inst.name) is not None
+
+
+def may_recompute(inst: Instruction) -> bool:
+    """False when `inst` certainly does not recompute (`recomputes`): known from its name and
+    its attributes' text, without decoding its metadata."""
+    return remat_clone(inst) or inst.attributes.mentions(REMAT_SEGMENT)
+
+
 def recomputes(inst: Instruction) -> bool:
     """Whether an instruction recomputes a forward op: JAX's remat primal in its op_name, or a
     clone made by XLA's rematerialization pass."""
-    if XLA_REMAT_NAME.search(inst.name):
+    if remat_clone(inst):
         return True
     if not inst.attributes.mentions(REMAT_SEGMENT):
         return False  # most instructions: their metadata need not be decoded to know
