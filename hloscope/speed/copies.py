@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import NamedTuple
 
 from ..ir.attributes import Attributes
 from ..ir.module import Computation, Instruction
@@ -55,17 +56,27 @@ _ANOTHER = "\x00"
 """What stands for each metadata value in a key (a text that writes it is keyed whole)."""
 
 
-def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple:
-    """What this pass (`copies`, a dict kept for it) knows of a body written `text`:
-    (original, keys, names, same, values):
+class Known(NamedTuple):
+    """What one pass of reads knows of a body (`copies_of`)."""
 
-    - `original`: the body read before that it repeats, up to names (`same`, the
-      computation it repeats so, is then that one or a copy of it), or up to names and
-      metadata values (`same` None: it writes its own); else None;
-    - `keys`: those under which the caller keeps this body as an original once read
-      (`copies[key] = Original.of(...)` for each), or as a copy writing its own metadata
-      (`alike_to`); () when one written so was read already;
-    - its `%name`s; `values`: how many metadata values a key leaves out.
+    original: Original | None
+    """The body read before that it repeats, up to names or up to names and metadata values;
+    else None."""
+    keys: tuple
+    """Those under which the caller keeps this body as an original once read
+    (`copies[key] = Original.of(...)` for each), or as a copy writing its own metadata
+    (`alike_to`); () when one written so was read already."""
+    names: list[str]
+    """Its `%name`s."""
+    same: Computation | None
+    """When it repeats `original` up to names: the computation it repeats so (that one or a
+    copy of it); None when it writes its own metadata, or repeats nothing."""
+    values: int
+    """How many metadata values a key leaves out."""
+
+
+def copies_of(copies: dict, text: str, alike: object | None = None) -> Known:
+    """What this pass (`copies`, a dict kept for it) knows of a body written `text`.
 
     The keys are (digests of) its text up to names, and up to names and metadata values.
     `alike`, when the lazy parse found the text up to names, is a token that stands for it
@@ -73,7 +84,7 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple:
     two parts meet under the keys."""
     if alike is not None and alike in copies:
         original, same = _found(copies[alike])
-        return original, (), PERCENT_NAME.findall(text), same, 0
+        return Known(original, (), PERCENT_NAME.findall(text), same, 0)
     # One pass cuts the text at its names: the key is the rest, each name a `%` (`up_to_names`).
     parts = _CUT_AT_NAMES.split(text)
     names, written = parts[1::2], "%".join(parts[0::2])
@@ -83,16 +94,16 @@ def copies_of(copies: dict, text: str, alike: object | None = None) -> tuple:
         if alike is not None and found is not None:
             copies[alike] = found
         original, same = _found(found)
-        return original, (), names, same, 0
+        return Known(original, (), names, same, 0)
     keys = (key,) if alike is None else (key, alike)
     pieces = _METADATA.split(written)
     if len(pieces) == 1 or _ANOTHER in written:
-        return None, keys, names, None, 0
+        return Known(None, keys, names, None, 0)
     free = _digest(_ANOTHER.join(pieces[0::2]))
     original = copies.get(free)
     if original is not None:  # its metadata differs (else the first key would have found it)
-        return original, keys, names, None, len(pieces) // 2
-    return None, (free, *keys), names, None, len(pieces) // 2
+        return Known(original, keys, names, None, len(pieces) // 2)
+    return Known(None, (free, *keys), names, None, len(pieces) // 2)
 
 
 def alike_to(copies: dict, keys: tuple, original: Original, computation) -> None:
