@@ -442,9 +442,20 @@ class _Ops:
 
     def __init__(self, facts: Facts):
         self._alike = Alike(facts, but_metadata=True)  # opcodes and shapes alone
+        self._fused: dict[int, Computation | None] = {}
         self._collective: dict[int, str | None] = {}
         self._moves_only: dict[int, bool] = {}
         self._keeps_only: dict[int, bool] = {}
+
+    def fused(self, inst: Instruction) -> Computation | None:
+        """The computation `inst` calls first (a fusion's fused computation), or one alike it
+        to read instead; None when it calls none. Found once per instruction."""
+        key = id(inst)
+        if key in self._fused:
+            return self._fused[key]
+        called = inst.called_computations
+        comp = self._fused[key] = self._alike(called[0]) if called else None
+        return comp
 
     def collective(self, inst: Instruction) -> str | None:
         """The collective `inst` performs: its opcode's, or for a fusion or an async start of
@@ -453,9 +464,9 @@ class _Ops:
         op = opinfo(inst.opcode)
         if op.collective is not None or (op.calls_kind != "fused" and op.wrapped != "fusion"):
             return op.collective
-        if not inst.called_computations:
+        comp = self.fused(inst)
+        if comp is None:
             return None
-        comp = self._alike(inst.called_computations[0])
         key = id(comp)
         if key not in self._collective:
             self._collective[key] = next(
@@ -469,8 +480,8 @@ class _Ops:
         if inst.opcode == "custom-call":
             target = inst.attributes.get("custom_call_target")
             return opcode_moves_data(inst.opcode, unquote(target) if target else None)
-        if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
-            comp = self._alike(inst.called_computations[0])
+        comp = self.fused(inst) if opinfo(inst.opcode).calls_kind == "fused" else None
+        if comp is not None:
             found = self._moves_only.get(id(comp))
             if found is None:
                 found = self._moves_only[id(comp)] = all(
@@ -483,8 +494,8 @@ class _Ops:
         """Whether every element `inst` makes is one of its operand's, converted or not (a
         weight cast to bfloat16 is still the weight): the opcode table's `keeps_elements`, or
         a fusion of such ops alone."""
-        if opinfo(inst.opcode).calls_kind == "fused" and inst.called_computations:
-            comp = self._alike(inst.called_computations[0])
+        comp = self.fused(inst) if opinfo(inst.opcode).calls_kind == "fused" else None
+        if comp is not None:
             found = self._keeps_only.get(id(comp))
             if found is None:
                 found = self._keeps_only[id(comp)] = all(
