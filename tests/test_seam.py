@@ -114,25 +114,29 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
     text = _text(path)
     (lazy,) = parse_lazily(text, str(path))
     (plain,) = parse_eagerly(text, str(path))
-    literals = [(k,) for k in COLLECTIVE_KINDS] + [("calls=",), ("__cublas",), (".remat",)]
+    literals = [(k,) for k in COLLECTIVE_KINDS] + [("calls=",), ("__cublas",), (".remat",), ("rematted_computation",)]
     opcode_sets = [("all-gather",), ("gather", "scatter"), ("dynamic-update-slice", "scatter"), ("fusion",)]
     unread = [c for c in lazy.computations if isinstance(c, LazyComputation) and not c.is_read]
     unread_answers = []
     facts = TextFacts()  # one for the module, as an analysis has: what it keeps of alike bodies is used
+    module_answers = [facts.module_writes_any(lazy, lit) for lit in literals]
     for comp in lazy.computations:
         unread_answers.append(([facts.writes_any(comp, lit) for lit in literals],
                                [facts.holds_any(comp, ops) for ops in opcode_sets],
                                facts.fusion_in_place_operands(comp),
                                facts.elementwise_parameters(comp)))
     read_all(lazy)
+    module_answers = [a or facts.module_writes_any(lazy, lit) for a, lit in zip(module_answers, literals)]
     assert [c.name for c in lazy.computations] == [c.name for c in plain.computations]
+    for lit, answer in zip(literals, module_answers):
+        if not answer:  # "certainly not written" (before the reads or after): in no body
+            assert not any(_writes(i, lit[0]) for c in plain.computations for i in c.instructions), lit
     asked = alike_up_to_metadata = 0
     for comp, answers, same in zip(plain.computations, unread_answers, lazy.computations):
         writes, holds, in_place, elementwise = answers
         for lit, answer in zip(literals, writes):
             if not answer:  # "certainly not written": the plain body holds no such text
-                assert not any(lit[0] in i.opcode or lit[0] in i.name or any(lit[0] in k + "=" + v for k, v in
-                               i.attributes.raw.items()) for i in comp.instructions), (comp.name, lit)
+                assert not any(_writes(i, lit[0]) for i in comp.instructions), (comp.name, lit)
         for ops, answer in zip(opcode_sets, holds):
             if not answer:  # "certainly none": the plain answer agrees
                 assert not PLAIN.holds_any(comp, ops), (comp.name, ops)
@@ -156,6 +160,12 @@ def test_answers_from_the_text_equal_the_plain_ones(path):
         assert asked > 0  # the text did answer some: the comparison compared something
     if any(getattr(c, "recipe", None) is not None for c in lazy.computations):
         assert alike_up_to_metadata > 0
+
+
+def _writes(inst, literal: str) -> bool:
+    """Whether an instruction's opcode, name or an attribute as written holds `literal`."""
+    return literal in inst.opcode or literal in inst.name or any(
+        literal in k + "=" + v for k, v in inst.attributes.raw.items())
 
 
 def _up_to_names(comp, *but: str) -> list:

@@ -415,7 +415,8 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         share = factor(size) if factor is not None and size else 1.0
         wire_by_kind[c.kind] += round(c.bytes * share) * n
 
-    never_marked = not any(_may_recompute(c, facts) for c in module.computations)
+    never_marked = not (facts.module_writes_any(module, REMAT_LITERALS)
+                        and any(_may_recompute(c, facts) for c in module.computations))
     coster = _Coster(collective_bytes, facts, never_marked)
     matmuls: dict[str, int] = {}
     units: list[InstructionCost] = []

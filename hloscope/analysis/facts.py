@@ -7,7 +7,7 @@ equally (tests/test_facts.py); an analysis takes either and cannot tell them apa
 
 from __future__ import annotations
 
-from ..ir.module import Computation
+from ..ir.module import Computation, Module
 
 
 class Facts:
@@ -27,6 +27,11 @@ class Facts:
     def writes_any(self, comp: Computation, literals: tuple[str, ...]) -> bool:
         """False only when `comp`'s text certainly writes none of `literals`; True when
         unsure, as here: the caller then looks at the instructions."""
+        return True
+
+    def module_writes_any(self, module: Module, literals: tuple[str, ...]) -> bool:
+        """False only when no computation of `module` certainly writes any of `literals`
+        (`writes_any` of each); True when unsure, as here."""
         return True
 
     def holds_any(self, comp: Computation, opcodes: tuple[str, ...]) -> bool:

@@ -13,7 +13,7 @@ from ..analysis.facts import Facts
 from ..analysis.sharing import elementwise_parameters_of
 from ..ir.module import Computation
 from ..ir.structure import PERCENT_NAME, name_pattern
-from .lazy import LazyComputation, holds_any
+from .lazy import LazyComputation, holds_any, module_writes_any
 
 
 class TextFacts(Facts):
@@ -36,6 +36,9 @@ class TextFacts(Facts):
 
     def writes_any(self, comp: Computation, literals: tuple[str, ...]) -> bool:
         return comp.mentions(literals) if isinstance(comp, LazyComputation) else True
+
+    def module_writes_any(self, module, literals: tuple[str, ...]) -> bool:
+        return module_writes_any(module, literals)
 
     def holds_any(self, comp: Computation, opcodes: tuple[str, ...]) -> bool:
         # From an unread body's text: opcodes written after a blank, which no `%name` holds,
