@@ -285,7 +285,7 @@ def test_kept_results_are_the_results(name, results_home, monkeypatch):
         raise AssertionError("analysis ran although its result is kept")
 
     monkeypatch.setattr(hm, "analyze_dataflow", not_again)
-    monkeypatch.setattr(hc, "CallGraph", not_again)
+    monkeypatch.setattr(hc, "running_graph", not_again)
     second = hloscope.load_all(path, lazy=True)[0]
     assert second.memory() == memory
     assert second.collectives() == collectives

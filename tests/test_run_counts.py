@@ -16,7 +16,7 @@ import pytest
 
 import hloscope
 
-from .conftest import needs_xla
+from .conftest import FIXTURES, fixture_ids, needs_xla
 
 _SUM = """%sum (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
@@ -163,3 +163,75 @@ def test_loops_over_renamed_computations(recorded):
     cost = hloscope.parse(text).cost()
     assert {(loop.computation, loop.instruction, loop.trip_count, loop.runs) for loop in cost.loops} == {
         ("run", "w3", 3, 1), ("run.1", "w5", 5, 1)}
+
+
+# Branches called from a computation that writes no `calls=` (XLA's parser accepts it;
+# `branch_computations={...}` is read at once, as a body that may hold an inline callee).
+BRANCHES = """HloModule branches, replica_count=2
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add = f32[] add(%a, %b)
+}
+
+%reduced (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  ROOT %ar = f32[8]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%sum
+}
+
+%negated (y: f32[8]) -> f32[8] {
+  %y = f32[8]{0} parameter(0)
+  ROOT %neg = f32[8]{0} negate(%y)
+}
+
+%by_pred (p: pred[], x: f32[8]) -> f32[8] {
+  %p = pred[] parameter(0)
+  %x = f32[8]{0} parameter(1)
+  ROOT %c = f32[8]{0} conditional(%p, %x, %x), true_computation=%reduced, false_computation=%negated
+}
+
+ENTRY %main (p: pred[], v: f32[8]) -> f32[8] {
+  %p = pred[] parameter(0)
+  %v = f32[8]{0} parameter(1)
+  %one = f32[8]{0} call(%p, %v), to_apply=%by_pred
+  ROOT %two = f32[8]{0} call(%p, %one), to_apply=%by_pred
+}
+"""
+
+
+def _asked(module) -> list:
+    """The computations whose runs count-collectives and cost ask: those the schedule runs,
+    and those holding a collective."""
+    from hloscope.analysis.callgraph import scheduled_computations
+
+    held = [c for c in module.computations if any(i.info.collective for i in c.instructions)]
+    return list(dict.fromkeys([*scheduled_computations(module), *held]))
+
+
+@pytest.mark.parametrize("read_first", [False, True], ids=["unread", "read"])
+@pytest.mark.parametrize("name", ["renamed", "loops", "branches", *fixture_ids()])
+def test_the_graph_walked_counts_runs_as_the_whole_graph(name, read_first):
+    # `running_graph` leaves out bodies whose text calls nothing the schedule runs and
+    # nothing a collective could be in; on a lazily read module it asks their text. The
+    # runs and trip counts it gives are those of the graph of every call.
+    from hloscope.analysis.callgraph import CallGraph, running_graph
+    from hloscope.speed.facts import TextFacts
+    from hloscope.speed.lazy import read_all
+    from hloscope.speed.seam import parse_lazily
+
+    text = {"renamed": RENAMED, "loops": LOOPS, "branches": BRANCHES}.get(name)
+    if text is None:
+        text = (FIXTURES / name / "module.hlo.txt").read_text()
+    for module in parse_lazily(text, name):
+        if read_first:
+            read_all(module)
+        walked = running_graph(module, TextFacts())
+        whole = CallGraph(module)
+        asked = _asked(module)
+        assert len(asked) > 1 or name not in ("renamed", "loops", "branches")
+        for comp in asked:
+            assert walked.runs(comp) == whole.runs(comp), comp.name
+            for inst in comp.instructions:
+                if inst.info.is_loop:
+                    assert walked.trip_count(inst) == whole.trip_count(inst), inst.name

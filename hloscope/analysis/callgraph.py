@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import info as opinfo
+from ..ir.opcodes import spellings
 from .facts import PLAIN, Facts
 
 
@@ -346,6 +347,28 @@ class Runs:
 
 
 NEVER = Runs(0, True)
+
+
+# Calls that can run a schedule's computations or reach a collective: not to_apply of a
+# reducer, sort or map (thread-local callees never hold one, and the schedule never runs
+# them), but a `call` (whose callee is its to_apply, so it is looked for by opcode), fusions,
+# loops, conditionals, async wrappers and custom-calls.
+_CALLING_ATTRIBUTES = ("calls=", "body=", "condition=", "branch_computations=", "true_computation=",
+                       "false_computation=", "called_computations=")
+_TO_APPLY_CALLS = tuple(sorted(spellings(calls_kind="call")))
+
+
+def may_call_what_runs(comp: Computation, facts: Facts = PLAIN) -> bool:
+    """False for a body that certainly calls nothing the schedule runs and nothing a
+    collective could be in (it calls reducers, comparators and maps at most)."""
+    return facts.writes_any(comp, _CALLING_ATTRIBUTES) or facts.holds_any(comp, _TO_APPLY_CALLS)
+
+
+def running_graph(module: Module, facts: Facts = PLAIN) -> "CallGraph":
+    """The calls that run the schedule's computations and those collectives can be in: their
+    `runs` and trip counts are the whole graph's. Bodies that call only thread-local
+    computations (`may_call_what_runs`) are not walked."""
+    return CallGraph(module, reads=lambda comp: may_call_what_runs(comp, facts), facts=facts)
 
 
 class CallGraph:

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..encode import Encoded, as_json, encode, extra
-from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS, spellings
-from .callgraph import CallGraph
+from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
+from .callgraph import running_graph
 from .facts import PLAIN, Facts
 
 GROUP_KEYS = ("kind", "computation", "op_name", "source")
@@ -223,17 +223,6 @@ def _groups(inst):
 # Skipping unread bodies (hloscope.load(..., lazy=True)): every collective spelling contains
 # its kind's name, so a body whose text names no kind holds no collective.
 _KIND_NAMES = COLLECTIVE_KINDS + POINT_TO_POINT_KINDS
-# Calls that can reach a collective: not to_apply of a reducer, sort or map (thread-local
-# callees never hold one), but a `call` (whose callee is its to_apply, so it is looked for by
-# opcode), fusions, loops, conditionals, async wrappers and custom-calls.
-_CALLING_ATTRIBUTES = ("calls=", "body=", "condition=", "branch_computations=", "true_computation=",
-                       "false_computation=", "called_computations=")
-_TO_APPLY_CALLS = tuple(sorted(spellings(calls_kind="call")))
-
-
-def _may_call_into_collective(comp, facts: Facts) -> bool:
-    """False for a body that certainly calls nothing a collective could be in."""
-    return facts.writes_any(comp, _CALLING_ATTRIBUTES) or facts.holds_any(comp, _TO_APPLY_CALLS)
 
 
 def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
@@ -250,8 +239,7 @@ def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
 
 def analyze_collectives(module, facts: Facts = PLAIN) -> CollectivesResult:
     """Every collective of `module` (see this module's docstring for what counts, and how)."""
-    # Bodies that certainly call nothing a collective could be in are not walked.
-    graph = CallGraph(module, reads=lambda comp: _may_call_into_collective(comp, facts), facts=facts)
+    graph = running_graph(module, facts)
     found: list[Collective] = []
     holds: dict[int, bool] = {}  # by original
     for comp in module.computations:

@@ -18,7 +18,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import COLLECTIVE_KINDS
 from ..ir.opcodes import info as opinfo
 from ..ir.structure import structure
-from .callgraph import CallGraph, scheduled_computations
+from .callgraph import running_graph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Alike, Facts
 from .fusion_bytes import fusion_bytes
@@ -390,7 +390,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
     collectives, when already found. `recomputing_only`: list only the instructions that
     recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
     metadata is then read for hundreds of instructions, not tens of thousands."""
-    graph = CallGraph(module, facts=facts)
+    graph = running_graph(module, facts)
     unknown = False
 
     def runs(comp: Computation) -> int:
