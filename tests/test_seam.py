@@ -233,6 +233,32 @@ def test_bodies_alike_up_to_names_answer_alike_only_where_the_names_stand_one_fo
     assert [facts.elementwise_parameters(c) for c in fused] == [{1}, {0}, {0}] and len(cut) == 3
 
 
+_UNREAD_ERROR = """HloModule unread_error
+
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %n = f32[4]{0} negate(%missing)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused
+}
+"""
+
+
+def test_a_module_whose_unread_body_holds_an_error_is_unsure_of_its_text():
+    # Its text writes no `negate(` elsewhere than in the body a read rejects: "certainly
+    # not" would let an analysis skip the read that reports the full parse's error.
+    (module,) = parse_lazily(_UNREAD_ERROR, "unread_error")
+    assert not any(c.is_read for c in module.computations)
+    facts = TextFacts()
+    assert facts.module_writes_any(module, ("not written",))
+    assert facts.writes_any(module.computation("fused"), ("not written",))
+    (clean,) = parse_lazily(_UNREAD_ERROR.replace("%missing", "%p"), "clean")
+    assert not TextFacts().module_writes_any(clean, ("not written",))
+
+
 def test_operations_say_whether_every_name_is_written_with_its_percent():
     """What lets a body's answers stand for those of bodies alike up to their `%name`s: a
     name written bare stays as it is in a body alike up to names, where it may name another

@@ -30,14 +30,16 @@ from .executor import Executor, Job
 class LazyComputation(Computation):
     """A Computation whose body is a span of the text until its instructions are asked for."""
 
-    __slots__ = ("body", "copy_of", "alike", "recipe", "renamed", "_opcodes")
+    __slots__ = ("body", "span", "copy_of", "alike", "recipe", "renamed", "_opcodes")
 
     def __init__(self, name: str, is_entry: bool, attributes: Attributes, line: int, signature,
                  body: BodyText, alike: object | None = None):
         super().__init__(name, None, is_entry, None, attributes, line, signature)
         self.body: BodyText | None = body
-        """Where the body lies in the text, kept once read: the module's outline can still
-        be cached, and the module's text searched (`module_writes_any`)."""
+        """The body's text while unread (kept after `read_keeping_outline`)."""
+        self.span: BodyText = body
+        """Where the body lies in the text, read or not: the module's text is searched
+        through it (`module_writes_any`)."""
         self.copy_of: Computation | None = None
         """The computation whose body this one's repeats up to the names of its instructions
         and of the computations they call, when `read_all` found so (hloscope.speed.copies):
@@ -77,22 +79,23 @@ class LazyComputation(Computation):
             inst.computation = self
         for k, name in self.renamed:
             instructions[k].name = name
-        self._instructions, self._root = instructions, root
+        self._instructions, self._root, self.body = instructions, root, None
 
     def read_keeping_outline(self) -> None:
-        """Read the body now (where it lies in the text is kept, as after any read: the
-        module's outline can still be cached). Raises HloSyntaxError as the read on first use
-        would (the body then stays unread)."""
+        """Read the body now, and keep where it lies in the text: the module's outline can
+        still be cached, and `mentions` still searches the text. Raises HloSyntaxError as
+        the read on first use would (the body then stays unread)."""
         if self._instructions is None:
+            body = self.body
             self._read()
+            self.body = body
 
     def mentions(self, literals: tuple[str, ...]) -> bool:
-        """False only when the unread body's text certainly holds none of `literals`.
-        Unsure (True) once read (its instructions answer sooner than a search of its text),
-        and while the module's verdict is unknown or an error: the caller then reads the
-        body, and the read reports the error, as a full parse would have."""
+        """False only when the body's text certainly holds none of `literals`. Unsure (True)
+        without the text, or while the module's verdict is unknown or an error: the caller
+        then reads the body, and the read reports the error, as a full parse would have."""
         body = self.body
-        if body is None or self._instructions is not None or not _sound(self):
+        if body is None or not _sound(self):
             return True
         return body.mentions(literals)
 
@@ -133,10 +136,10 @@ def module_writes_any(module: Module, literals: tuple[str, ...]) -> bool:
     sources = {}
     unread = False
     for comp in module.computations:
-        body = comp.body if isinstance(comp, LazyComputation) else None
-        if body is None:
+        if not isinstance(comp, LazyComputation):
             return True
-        sources[id(body.source)] = body.source
+        source = comp.span.source
+        sources[id(source)] = source
         unread = unread or comp._instructions is None
     if unread and not Verdict.of(module).sound():
         return True
@@ -265,7 +268,7 @@ def _result_fits(computation, root: Instruction) -> bool:
 
 
 def _first_body(module: Module) -> BodyText | None:
-    """The module's first body in the text (its header lies before it)."""
+    """The module's first unread body in the text (its header lies before it)."""
     bodies = [c.body for c in module.computations if isinstance(c, LazyComputation) and c.body is not None]
     return min(bodies, key=lambda b: b.start) if bodies else None
 
