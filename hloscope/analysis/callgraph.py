@@ -5,7 +5,8 @@ XLA runs a called computation in one of two ways (its call contexts, from the op
 a call's callee, a conditional's branches, an async start's wrapped computation), or inside
 the op that calls it (a fusion's computation, a reducer). The memory analyses follow the first
 kind only (`scheduled_computations`, `scheduled_callees`, `callees_first`); counting
-collectives follows every call (`CallGraph`), since TPU puts collectives inside fusions.
+collectives and the cost follow every call that can run one or the other
+(`running_graph`), since TPU puts collectives inside fusions.
 """
 
 from __future__ import annotations

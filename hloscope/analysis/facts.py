@@ -2,7 +2,7 @@
 
 The answers here come from the instructions. A loader that keeps the text answers the same
 questions from it without reading every body (hloscope.speed.facts), and must answer them
-equally (tests/test_facts.py); an analysis takes either and cannot tell them apart.
+equally (tests/test_seam.py); an analysis takes either and cannot tell them apart.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ class Facts:
         return True
 
     def module_writes_any(self, module: Module, literals: tuple[str, ...]) -> bool:
-        """False only when no computation of `module` certainly writes any of `literals`
-        (`writes_any` of each); True when unsure, as here."""
+        """False only when no computation of `module` writes any of `literals` (`writes_any`
+        would say so of each); True when unsure, as here."""
         return True
 
     def holds_any(self, comp: Computation, opcodes: tuple[str, ...]) -> bool:
