@@ -126,11 +126,6 @@ def written_in(text: str) -> tuple[list[str], list[str]]:
     return PERCENT_NAME.findall(_ANOTHER.join(pieces[0::2])), pieces[1::2]
 
 
-def metadata_values(text: str) -> int:
-    """How many metadata values `copies_of` leaves out of a body's key."""
-    return len(_METADATA.findall(text))
-
-
 def _digest(key: str) -> bytes:
     """A 16-byte BLAKE2b digest of a body's text up to names (and metadata values), which
     stands for it in `copies`: on a module whose bodies do not repeat, the texts would keep

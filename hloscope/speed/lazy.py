@@ -23,7 +23,7 @@ from ..ir.structure import PERCENT_NAME
 from ..text.body import BodyText
 from ..text.checks import check_aliases, check_result
 from . import runtime
-from .copies import Original, alike_to, copies_of, metadata_values
+from .copies import Original, alike_to, copies_of
 from .executor import Executor, Job
 
 
@@ -436,7 +436,7 @@ def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText 
     if comp.recipe is not None or body is None:
         return None  # known to repeat a body that read without an error
     text = body.text
-    original, keys, names, same, _ = copies_of(copies, text, comp.alike)
+    original, keys, names, same, values = copies_of(copies, text, comp.alike)
     if original.__class__ is _Checked:
         # A repeat up to metadata alone is read until the second one: its original is read
         # again and kept for the pass, which pays where a kind repeats, as layers do.
@@ -451,7 +451,7 @@ def _check(module: Module, comp: LazyComputation, copies: dict, first: BodyText 
     except HloSyntaxError as e:
         return e
     del instructions, root
-    checked = _Checked(comp, body) if keys else None
+    checked = _Checked(comp, body, values) if keys else None
     for key in keys:
         copies[key] = checked
     return None
@@ -463,10 +463,12 @@ class _Checked:
     name it writes): read again, as the original of its copies (hloscope.speed.copies), when
     a body repeats it."""
 
-    __slots__ = ("body", "computation", "read_again", "repeats", "_original")
+    __slots__ = ("body", "computation", "read_again", "repeats", "values", "_original")
 
-    def __init__(self, computation: LazyComputation, body: BodyText):
+    def __init__(self, computation: LazyComputation, body: BodyText, values: int):
         self.computation, self.body = computation, body
+        self.values = values
+        """How many metadata values its key leaves out (`copies_of`)."""
         self.read_again = False
         self.repeats = 0
         self._original: Original | None = None
@@ -484,7 +486,7 @@ class _Checked:
                 instructions, _ = self.body.read(self.computation, users=False)  # read before: no error
             text = self.body.text
             self._original = Original.of(self.computation, instructions, text, self.body.line,
-                                         PERCENT_NAME.findall(text), metadata_values(text))
+                                         PERCENT_NAME.findall(text), self.values)
         return self._original
 
 
