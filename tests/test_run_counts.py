@@ -15,6 +15,10 @@ import re
 import pytest
 
 import hloscope
+from hloscope.analysis.callgraph import CallGraph, running_graph, scheduled_computations
+from hloscope.speed.facts import TextFacts
+from hloscope.speed.lazy import read_all
+from hloscope.speed.seam import parse_lazily
 
 from .conftest import FIXTURES, fixture_ids, needs_xla
 
@@ -203,8 +207,6 @@ ENTRY %main (p: pred[], v: f32[8]) -> f32[8] {
 def _asked(module) -> list:
     """The computations whose runs count-collectives and cost ask: those the schedule runs,
     and those holding a collective."""
-    from hloscope.analysis.callgraph import scheduled_computations
-
     held = [c for c in module.computations if any(i.info.collective for i in c.instructions)]
     return list(dict.fromkeys([*scheduled_computations(module), *held]))
 
@@ -215,11 +217,6 @@ def test_the_graph_walked_counts_runs_as_the_whole_graph(name, read_first):
     # `running_graph` leaves out bodies whose text calls nothing the schedule runs and
     # nothing a collective could be in; on a lazily read module it asks their text. The
     # runs and trip counts it gives are those of the graph of every call.
-    from hloscope.analysis.callgraph import CallGraph, running_graph
-    from hloscope.speed.facts import TextFacts
-    from hloscope.speed.lazy import read_all
-    from hloscope.speed.seam import parse_lazily
-
     text = {"renamed": RENAMED, "loops": LOOPS, "branches": BRANCHES}.get(name)
     if text is None:
         text = (FIXTURES / name / "module.hlo.txt").read_text()
