@@ -42,7 +42,7 @@ from typing import Any, Iterable
 
 from ..encode import Encoded, as_json, encode, extra
 from ..ir.opcodes import COLLECTIVE_KINDS, POINT_TO_POINT_KINDS
-from .callgraph import running_graph
+from .callgraph import CallGraph, running_graph
 from .facts import PLAIN, Facts
 
 GROUP_KEYS = ("kind", "computation", "op_name", "source")
@@ -237,9 +237,10 @@ def _may_hold_collective(comp, holds: dict[int, bool], facts: Facts) -> bool:
     return found
 
 
-def analyze_collectives(module, facts: Facts = PLAIN) -> CollectivesResult:
-    """Every collective of `module` (see this module's docstring for what counts, and how)."""
-    graph = running_graph(module, facts)
+def analyze_collectives(module, facts: Facts = PLAIN, graph: CallGraph | None = None) -> CollectivesResult:
+    """Every collective of `module` (see this module's docstring for what counts, and how).
+    `graph`: the module's `running_graph`, when already found."""
+    graph = running_graph(module, facts) if graph is None else graph
     found: list[Collective] = []
     holds: dict[int, bool] = {}  # by original
     for comp in module.computations:

@@ -18,7 +18,7 @@ from ..ir.module import Computation, Instruction, Module
 from ..ir.opcodes import COLLECTIVE_KINDS
 from ..ir.opcodes import info as opinfo
 from ..ir.structure import structure
-from .callgraph import running_graph, scheduled_computations
+from .callgraph import CallGraph, running_graph, scheduled_computations
 from .collectives import CollectivesResult, analyze_collectives
 from .facts import PLAIN, Alike, Facts
 from .fusion_bytes import fusion_bytes
@@ -384,13 +384,15 @@ class _Coster:
 
 
 def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
-                 recomputing_only: bool = False, facts: Facts = PLAIN) -> CostResult:
+                 recomputing_only: bool = False, facts: Facts = PLAIN,
+                 graph: CallGraph | None = None) -> CostResult:
     """FLOPs, transcendentals, bytes accessed and collective bytes of one step of `module`
     (docs/cost.md says what is counted, and how). `collectives`: the module's
     collectives, when already found. `recomputing_only`: list only the instructions that
     recompute forward ops (all `CostResult.in_brief` keeps; the totals are the same), whose
-    metadata is then read for hundreds of instructions, not tens of thousands."""
-    graph = running_graph(module, facts)
+    metadata is then read for hundreds of instructions, not tens of thousands. `graph`: the
+    module's `running_graph`, when already found (the collectives walk it too)."""
+    graph = running_graph(module, facts) if graph is None else graph
     unknown = False
 
     def runs(comp: Computation) -> int:
@@ -401,7 +403,7 @@ def analyze_cost(module: Module, collectives: CollectivesResult | None = None,
         return count.times
 
     if collectives is None:
-        collectives = analyze_collectives(module, facts)
+        collectives = analyze_collectives(module, facts, graph)
     collective_bytes: dict[tuple[str, str], int] = {}
     by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}
     wire_by_kind = {kind: 0 for kind in COLLECTIVE_KINDS}

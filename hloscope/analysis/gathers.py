@@ -340,9 +340,9 @@ def _name(inst: Instruction, index: tuple) -> str:
 # ─── the analysis ─────────────────────────────────────────────────────────────────────
 
 
-def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
+def analyze_held_gathers(module, model: MemoryModel, gathered: list | None = None) -> GathersResult:
     """The held all-gathers of `module` (see this module's docstring); `model` is its
-    `build_memory_model`."""
+    `build_memory_model`, `gathered` its `gathered_values` when already found."""
     df, live = model.dataflow, model.live
     schedule = live.schedule
     callers = schedule_callers(model)
@@ -366,7 +366,8 @@ def analyze_held_gathers(module, model: MemoryModel) -> GathersResult:
 
     backward_start = backward_start_step(model.live.schedule.time) if by_metadata else None
     held = []
-    gathered = gathered_values(model)
+    if gathered is None:
+        gathered = gathered_values(model)
     for inst, index, value in gathered:
         values = carried_values(value, df)
         users = _real_uses(values)

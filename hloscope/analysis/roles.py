@@ -118,14 +118,16 @@ class RolesAtPeak(Encoded):
 class Roles:
     """The role of every value of a memory model (`assign_roles`)."""
 
-    def __init__(self, module, model: MemoryModel):
+    def __init__(self, module, model: MemoryModel, gathered: list | None = None):
         self.module, self.model = module, model
         self._ops = _Ops(model.facts)
         self._role: dict[Value, str] = {}
         self.why: dict[Value, str] = {}
         """Each `unknown` value → why."""
         self._parameter_roles = _entry_parameter_roles(module, model)
-        self._gathered = {v for _, _, g in gathered_values(model) for v in carried_values(g, model.dataflow)}
+        if gathered is None:
+            gathered = gathered_values(model)
+        self._gathered = {v for _, _, g in gathered for v in carried_values(g, model.dataflow)}
         self._loop_sources, self._flows_into, self._loop_group = _loop_links(model)
         self._forward_steps = sorted(  # the steps where the forward pass computes something
             t for inst, t in model.live.schedule.time.items()
@@ -513,8 +515,10 @@ def _keeps_gradient(inst: Instruction) -> bool:
     return opinfo(inst.opcode).carries_role
 
 
-def assign_roles(module, model: MemoryModel) -> Roles:
-    return Roles(module, model)
+def assign_roles(module, model: MemoryModel, gathered: list | None = None) -> Roles:
+    """`gathered`: the model's `gathered_values`, when already found (the held gathers read
+    them too)."""
+    return Roles(module, model, gathered)
 
 
 def _loop_links(model: MemoryModel):

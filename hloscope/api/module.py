@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from ..analysis.callgraph import running_graph
 from ..analysis.collectives import (
     Collective,
     CollectivesResult,
@@ -23,6 +24,7 @@ from ..analysis.gathers import (
     GatherUse,
     HeldGather,
     analyze_held_gathers,
+    gathered_values,
 )
 from ..analysis.memory import (
     LiveBuffer,
@@ -43,19 +45,29 @@ from ..ir import module as ir
 from ..text.printer import module_to_text
 from ..speed import seam as speed
 
-_last_model: list = [None, None]
-"""The last module's memory model and its key: `memory()` then `held_gathers()` on one
-module (what `hloscope gathers` and the diff do) builds it once."""
+_last_model: list = [None, None, None]
+"""The last module's memory model, its key, and its gathered values once asked: `memory()`
+then `held_gathers()` on one module (what `hloscope gathers` and the diff do) builds it
+once, and its roles and held gathers find what all-gathers make once."""
 
 
 def _model(module, platform: str | None, alignment: int | None, facts) -> MemoryModel:
     key = (platform, alignment)
     last = _last_model[1]
     if last is None or last.module is not module or _last_model[0] != key:
-        _last_model[:] = [None, None]  # the old model is let go before the new one is built
+        _last_model[:] = [None, None, None]  # the old model is let go before the new one is built
         model = build_memory_model(module, platform, alignment, facts)
-        _last_model[:] = [key, model]
+        _last_model[:] = [key, model, None]
     return _last_model[1]
+
+
+def _gathered(model: MemoryModel) -> list:
+    """`gathered_values(model)`, kept with the last model built."""
+    if _last_model[1] is not model:
+        return gathered_values(model)
+    if _last_model[2] is None:
+        _last_model[2] = gathered_values(model)
+    return _last_model[2]
 
 
 def _memory(module, platform: str | None = None, alignment: int | None = None) -> MemoryAnalysis:
@@ -65,30 +77,43 @@ def _memory(module, platform: str | None = None, alignment: int | None = None) -
 
 def _held_gathers(module, platform: str | None = None, alignment: int | None = None) -> GathersResult:
     with speed.analyzing(module) as facts:
-        return analyze_held_gathers(module, _model(module, platform, alignment, facts))
+        model = _model(module, platform, alignment, facts)
+        return analyze_held_gathers(module, model, _gathered(model))
 
 
 def _roles(module, platform: str | None = None, alignment: int | None = None) -> RolesAtPeak:
     with speed.analyzing(module) as facts:
-        return roles_at_peak(module, _model(module, platform, alignment, facts))
+        model = _model(module, platform, alignment, facts)
+        return roles_at_peak(module, model, assign_roles(module, model, _gathered(model)))
 
 
 def _role_timelines(module, platform: str | None = None, alignment: int | None = None) -> dict[str, tuple[int, ...]]:
     with speed.analyzing(module) as facts:
         model = _model(module, platform, alignment, facts)
         # Tuples: plain data the cache keeps without a call per step.
-        return {role: tuple(t) for role, t in role_timelines(model, assign_roles(module, model)).items()}
+        roles = assign_roles(module, model, _gathered(model))
+        return {role: tuple(t) for role, t in role_timelines(model, roles).items()}
+
+
+_cost_graph: list = []
+"""While a cost runs: its module's `running_graph`, which the collectives it asks for walk
+too (their result may come from the cache, which keeps no graph)."""
 
 
 def _collectives(module) -> CollectivesResult:
     with speed.analyzing(module) as facts:
-        return analyze_collectives(module, facts)
+        graph = _cost_graph[0] if _cost_graph and _cost_graph[0].module is module else None
+        return analyze_collectives(module, facts, graph)
 
 
 def _cost(module, recomputing_only: bool = False) -> CostResult:
     # The cost reads every body: each once, before the collectives read some.
     with speed.analyzing(module, reads_all=True) as facts:
-        return analyze_cost(module, _collectives(module), recomputing_only, facts)
+        _cost_graph[:] = [running_graph(module, facts)]
+        try:
+            return analyze_cost(module, _collectives(module), recomputing_only, facts, _cost_graph[0])
+        finally:
+            _cost_graph.clear()
 
 
 def _cost_in_brief(module) -> CostResult:
