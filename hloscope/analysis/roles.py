@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -129,10 +130,6 @@ class Roles:
             gathered = gathered_values(model)
         self._gathered = {v for _, _, g in gathered for v in carried_values(g, model.dataflow)}
         self._loop_sources, self._flows_into, self._loop_group = _loop_links(model)
-        self._forward_steps = sorted(  # the steps where the forward pass computes something
-            t for inst, t in model.live.schedule.time.items()
-            if inst.info.value_rule == "define" and side_of(inst.op_name) == FORWARD and not recomputes(inst)
-            and not self._ops.moves(inst))
         self._busy: set[Value] = set()
         self._sides: dict[Value, str | None] = {}
         self._sink: dict[Value, bool] = {}
@@ -246,6 +243,14 @@ class Roles:
         if number is None or number >= len(inst.operands):
             return None
         return self.model.dataflow.value_sets.get(inst.operands[number], {}).get(())
+
+    @functools.cached_property
+    def _forward_steps(self) -> list[int]:
+        """The steps where the forward pass computes something, in order (found when first
+        asked: it decodes every scheduled op's metadata, and most modules' roles never ask)."""
+        return sorted(t for inst, t in self.model.live.schedule.time.items()
+                      if inst.info.value_rule == "define" and side_of(inst.op_name) == FORWARD
+                      and not recomputes(inst) and not self._ops.moves(inst))
 
     def _held_across_forward(self, v: Value) -> bool:
         """Whether forward ops run while `v` is live, by the schedule: it is held through the
