@@ -46,7 +46,7 @@ from ..text.printer import module_to_text
 from ..speed import seam as speed
 
 _last_model: list = [None, None, None]
-"""The last module's memory model, its key, and its gathered values once asked: `memory()`
+"""[key, model, gathered values once asked] of the last module's memory model: `memory()`
 then `held_gathers()` on one module (what `hloscope gathers` and the diff do) builds it
 once, and its roles and held gathers find what all-gathers make once."""
 
