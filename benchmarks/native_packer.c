@@ -87,7 +87,7 @@ int64_t best_fit(int64_t n, const int64_t *size_units, const int64_t *sizes, con
         for (int64_t q = iv_start[g]; q < iv_start[g + 1]; q++) {
             int64_t a = lower(points, 0, np, ivs[2 * q]) + leaves, b = lower(points, 0, np, ivs[2 * q + 1]) + leaves;
             int64_t node = a, top = a >> below;
-            if (nl + 2 * depth + 4 > lists_cap) { lists_cap *= 2; lists = realloc(lists, sizeof(Vec *) * lists_cap); }
+            if (nl + 3 * depth + 4 > lists_cap) { lists_cap *= 2; lists = realloc(lists, sizeof(Vec *) * lists_cap); }
             while (node > top) { if (trees[node].len) lists[nl++] = &trees[node]; node >>= 1; }
             if (!up_ok[top]) {
                 Vec *path[128]; int64_t npth = 0;
